@@ -1,0 +1,333 @@
+"""Ingestion: validate episode records, hash them, and append them in one transaction."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engram import db
+from engram.embed import validate_vectors
+from engram.errors import InvalidInput
+from engram.settings import Settings
+from engram.textnorm import content_hash, stable_id
+
+KINDS = {"turn", "thought", "event"}
+ORIGINS = {"human", "tool", "model"}
+VISIBILITIES = {"private", "project", "global"}
+MAX_CONTENT_CHARS = 1_000_000
+MAX_ID_CHARS = 512
+KNOWN_FIELDS = {
+    "id", "user_id", "content", "created_at", "session_id", "role", "kind", "origin",
+    "tags", "is_private", "visibility", "metadata", "is_summary", "summary_of", "pipeline",
+}
+
+
+@dataclass(frozen=True)
+class RowError:
+    """One rejected input row: its 1-based line (or row) number, the field and why."""
+
+    line: int
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.reason}"
+
+
+@dataclass
+class IngestResult:
+    """What an ingest did."""
+
+    received: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    invalid: list[RowError] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+
+class IngestRejected(InvalidInput):
+    """The whole batch was rejected; `errors` lists every bad row."""
+
+    def __init__(self, errors: list[RowError]) -> None:
+        self.errors = errors
+        shown = "; ".join(str(e) for e in errors[:20])
+        more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
+        super().__init__(f"{len(errors)} invalid row(s), nothing ingested: {shown}{more}")
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError("not a finite timestamp")
+        dt = datetime.fromtimestamp(value, tz=UTC)
+    elif isinstance(value, str) and value.strip():
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    else:
+        raise ValueError("expected an ISO-8601 timestamp")
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no", ""}:
+        return value.strip().lower() in {"true", "1", "yes"}
+    raise ValueError("expected true or false")
+
+
+def _parse_tags(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
+        raise ValueError("expected a list of strings or a comma-separated string")
+    return sorted({t.strip() for t in value if t.strip()})
+
+
+def _optional_str(value: Any, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    text = str(value)
+    if len(text) > MAX_ID_CHARS:
+        raise ValueError(f"longer than {MAX_ID_CHARS} characters")
+    return text
+
+
+def _choice(value: Any, allowed: set[str], default: str) -> str:
+    if value is None or value == "":
+        return default
+    if value not in allowed:
+        raise ValueError(f"expected one of {sorted(allowed)}, got {value!r}")
+    return value
+
+
+def validate_record(raw: Mapping[str, Any], now: datetime, default_user: str | None = None) -> dict[str, Any]:
+    """Turn one raw record into a storable episode row; raises (field, reason) as ValueError args."""
+    if isinstance(raw, Malformed):
+        raise _FieldError("json", raw.reason)
+    if not isinstance(raw, Mapping):
+        raise _FieldError("record", f"expected an object, got {type(raw).__name__}")
+    unknown = set(raw) - KNOWN_FIELDS
+    if unknown:
+        raise _FieldError(sorted(unknown)[0], "unknown field")
+    row: dict[str, Any] = {}
+
+    def check(name: str, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(raw.get(name), *args)
+        except (ValueError, TypeError) as exc:
+            raise _FieldError(name, str(exc)) from None
+
+    user_id = check("user_id", _optional_str, "user_id") or default_user
+    if not user_id or not user_id.strip():
+        raise _FieldError("user_id", "required and must not be empty")
+    content = raw.get("content")
+    if not isinstance(content, str):
+        raise _FieldError("content", f"expected text, got {type(content).__name__}")
+    if not content.strip():
+        raise _FieldError("content", "empty text")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise _FieldError("content", f"longer than {MAX_CONTENT_CHARS} characters")
+    if "\x00" in content:
+        raise _FieldError("content", "contains a NUL character")
+    created_at = check("created_at", _parse_time) if raw.get("created_at") not in (None, "") else now
+    metadata = raw.get("metadata")
+    if isinstance(metadata, str) and metadata:
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            raise _FieldError("metadata", "not valid JSON") from None
+    if metadata is not None and metadata != "" and not isinstance(metadata, dict):
+        raise _FieldError("metadata", "expected an object")
+    is_private = check("is_private", _parse_bool) if raw.get("is_private") is not None else False
+    visibility = check("visibility", _choice, VISIBILITIES, "private" if is_private else "project")
+    chash = content_hash(content)
+    row.update(
+        user_id=user_id,
+        content=content,
+        created_at=created_at,
+        ingested_at=now,
+        session_id=check("session_id", _optional_str, "session_id"),
+        role=check("role", _optional_str, "role"),
+        kind=check("kind", _choice, KINDS, "turn"),
+        origin=check("origin", _choice, ORIGINS, "human"),
+        visibility=visibility,
+        is_private=is_private or visibility == "private",
+        tags=check("tags", _parse_tags),
+        content_hash=chash,
+        is_summary=check("is_summary", _parse_bool) if raw.get("is_summary") is not None else False,
+        summary_of=check("summary_of", _parse_tags) or None,
+        pipeline=check("pipeline", _optional_str, "pipeline"),
+        metadata=json.dumps(metadata) if metadata else None,
+    )
+    row["id"] = check("id", _optional_str, "id") or stable_id(
+        "ep", user_id, chash, created_at.isoformat()
+    )
+    return row
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A source line that could not be parsed at all; validation reports it as a row error."""
+
+    reason: str
+
+
+class _FieldError(ValueError):
+    def __init__(self, field_name: str, reason: str) -> None:
+        super().__init__(field_name, reason)
+        self.field_name = field_name
+        self.reason = reason
+
+
+EPISODE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()), ("role", pa.string()),
+        ("session_id", pa.string()), ("content", pa.string()), ("created_at", pa.timestamp("us")),
+        ("ingested_at", pa.timestamp("us")), ("origin", pa.string()), ("visibility", pa.string()),
+        ("is_private", pa.bool_()), ("tags", pa.list_(pa.string())), ("content_hash", pa.string()),
+        ("embedding", pa.list_(pa.float32())), ("embedding_model", pa.string()),
+        ("embedding_dim", pa.int32()), ("status", pa.string()), ("is_summary", pa.bool_()),
+        ("summary_of", pa.list_(pa.string())), ("pipeline", pa.string()), ("metadata", pa.string()),
+    ]
+)
+
+
+def add_episodes(
+    records: Iterable[Mapping[str, Any]],
+    settings: Settings,
+    *,
+    skip_invalid: bool = False,
+    user_id: str | None = None,
+    embeddings: np.ndarray | None = None,
+    embedding_model: str | None = None,
+    con: db.Connection | None = None,
+    line_numbers: list[int] | None = None,
+) -> IngestResult:
+    """Validate and append episodes. All-or-nothing unless skip_invalid; duplicates are skipped.
+
+    Precomputed `embeddings` (one row per record, the active dimension) make rows active at once.
+    """
+    now = datetime.now(UTC).replace(tzinfo=None)
+    records = list(records)
+    result = IngestResult(received=len(records))
+    good: list[dict[str, Any]] = []
+    good_index: list[int] = []
+    numbers = line_numbers or list(range(1, len(records) + 1))
+    for i, (number, raw) in enumerate(zip(numbers, records, strict=True)):
+        try:
+            good.append(validate_record(raw, now, default_user=user_id))
+            good_index.append(i)
+        except _FieldError as exc:
+            result.invalid.append(RowError(number, exc.field_name, exc.reason))
+    if result.invalid and not skip_invalid:
+        raise IngestRejected(result.invalid)
+    vectors = _check_embeddings(embeddings, len(records), settings, embedding_model)
+    for pos, row in zip(good_index, good, strict=True):
+        if vectors is None:
+            row.update(embedding=None, embedding_model=None, embedding_dim=None, status="pending_embed")
+        else:
+            row.update(
+                embedding=vectors[pos].tolist(), embedding_model=embedding_model,
+                embedding_dim=vectors.shape[1], status="active",
+            )
+    table = pa.Table.from_pylist(good, schema=EPISODE_SCHEMA)
+    if con is None:
+        with db.open_store(settings) as own:
+            inserted = _insert(own, table)
+    else:
+        inserted = _insert(con, table)
+    result.inserted = inserted
+    result.duplicates = len(good) - inserted
+    result.ids = [r["id"] for r in good]
+    return result
+
+
+def _check_embeddings(
+    embeddings: np.ndarray | None, n: int, settings: Settings, model: str | None
+) -> np.ndarray | None:
+    if embeddings is None:
+        return None
+    if not model:
+        raise InvalidInput("embedding_model: required when embeddings are given")
+    arr = validate_vectors(embeddings, settings.embed_dim)
+    if arr.shape[0] != n:
+        raise InvalidInput(f"embedding: {arr.shape[0]} vectors for {n} records")
+    return arr
+
+
+def _insert(con: db.Connection, table: pa.Table) -> int:
+    with db.transaction(con), db.registered(con, "incoming_episodes", table):
+        before = db.rows(con, "queries/count_episodes")[0][0]
+        db.execute(con, "queries/insert_episodes")
+        after = db.rows(con, "queries/count_episodes")[0][0]
+    return after - before
+
+
+def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[Any]]:
+    """Read episode records from JSONL, CSV or parquet, with the line (or row) number of each.
+
+    A malformed JSONL line becomes a `Malformed` record, reported by validation like any bad row.
+    """
+    fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if not path.is_file():
+        raise InvalidInput(f"file: not found: {path}")
+    if fmt in {"jsonl", "ndjson", "json"}:
+        return _read_jsonl(path)
+    if fmt == "csv":
+        try:
+            with path.open(newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                rows_ = [{k: v for k, v in row.items() if v != ""} for row in reader]
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise InvalidInput(f"file: not a readable CSV file: {exc}") from exc
+        # line 1 is the header; a row with more cells than the header has a None key
+        for row in rows_:
+            if None in row:
+                row["__extra_cells__"] = row.pop(None)
+        return list(range(2, len(rows_) + 2)), rows_
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            rows_ = pq.read_table(path).to_pylist()
+            return list(range(1, len(rows_) + 1)), rows_
+        except pa.ArrowException as exc:
+            raise InvalidInput(f"file: not a readable parquet file: {exc}") from exc
+    raise InvalidInput(f"format: unsupported {fmt!r} (use jsonl, csv, parquet or locomo)")
+
+
+def _read_jsonl(path: Path) -> tuple[list[int], list[Any]]:
+    numbers: list[int] = []
+    records: list[Any] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"file: not UTF-8 text: {exc}") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        numbers.append(number)
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            records.append(Malformed(f"malformed JSON: {exc.msg} at column {exc.colno}"))
+    return numbers, records

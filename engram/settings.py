@@ -1,0 +1,134 @@
+"""Every knob engram reads: one pydantic-settings object, env prefix ENGRAM_."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engram.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "ENGRAM_"
+
+
+def bounded(default: float | int, lo: float | int, hi: float | int, description: str) -> Any:
+    """A field whose out-of-range values are clamped to [lo, hi] with a warning."""
+    return Field(default, description=description, json_schema_extra={"clamp": [lo, hi]})
+
+
+class Settings(BaseSettings):
+    """Every knob the pipeline reads. Env vars: ENGRAM_<FIELD>."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=".env", extra="ignore", frozen=True
+    )
+
+    # store and archive
+    db_path: Path = Field(Path("data/engram.duckdb"), description="DuckDB store file.")
+    archive_dir: Path = Field(Path("data/archive"), description="Root of the parquet archive.")
+    archive_format: Literal["parquet"] = Field("parquet", description="Archive file format.")
+    retention_days: int = bounded(30, 0, 3650, "Days a retired row stays live before archiving.")
+    auto_mark_removal: bool = Field(
+        False, description="Mark staged inner-voice sources for removal automatically."
+    )
+    lock_timeout_s: float = bounded(30.0, 0.0, 600.0, "How long a writer waits for the DB lock.")
+
+    # retrieval
+    top_k: int = bounded(5, 1, 50, "Default result count of search_memory.")
+    sim_thresh: float = bounded(0.5, 0.0, 1.0, "Minimum cosine for inner-voice RAG hits.")
+    db_limit: int = bounded(500, 1, 100_000, "Maximum rows a single query reads per source.")
+    retrieve_top_k: int = bounded(10, 1, 50, "Default top_k of retrieve (snippets).")
+    inner_voice_mix: float = bounded(0.6, 0.0, 1.0, "Share of retrieve slots given to the KG.")
+    min_floor: float = bounded(0.15, 0.0, 1.0, "Lowest adaptive similarity floor of retrieve.")
+    max_candidates_per_source: int = bounded(150, 1, 5000, "Candidate cap per retrieve source.")
+    enable_inner_voice: bool = Field(False, description="Enable inner_voice and retrieve.")
+    weight_similarity: float = bounded(0.6, 0.0, 1.0, "Ranking weight of similarity.")
+    weight_confidence: float = bounded(0.3, 0.0, 1.0, "Ranking weight of confidence.")
+    weight_recency: float = bounded(0.1, 0.0, 1.0, "Ranking weight of recency.")
+
+    # embedder
+    embedder: Literal["minilm", "hash", "gemini", "sentence-transformers"] = Field(
+        "minilm", description="Embedding provider."
+    )
+    embed_model: str = Field(
+        "all-MiniLM-L6-v2-onnx-int8", description="Embedding model name recorded on rows."
+    )
+    embed_dim: int = bounded(384, 8, 4096, "Embedding dimension.")
+    embed_model_path: Path | None = Field(
+        None, description="Another ONNX model file for the minilm embedder (sha256 unchecked)."
+    )
+    embed_batch_size: int = bounded(64, 1, 4096, "Texts per embedder call.")
+
+    # LLM
+    llm: Literal["none", "fake", "gemini"] = Field("none", description="LLM provider.")
+    llm_model: str = Field("gemini-2.5-flash", description="LLM model name.")
+    gemini_api_key: SecretStr | None = Field(None, description="Gemini API key (secret).")
+    gemini_base_url: str | None = Field(None, description="Override the Gemini endpoint.")
+    llm_temperature: float = bounded(0.0, 0.0, 2.0, "LLM sampling temperature.")
+    llm_max_prompt_tokens: int = bounded(200_000, 1_000, 2_000_000, "Tokens per LLM request.")
+    llm_timeout_s: float = bounded(60.0, 1.0, 600.0, "Timeout of one LLM request.")
+    llm_retries: int = bounded(3, 0, 10, "Retries on 429/5xx/timeouts.")
+    llm_run_token_budget: int = bounded(1_000_000, 0, 100_000_000, "Tokens one run may spend.")
+
+    # consolidation
+    min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size.")
+    pca_dims: int = bounded(32, 2, 512, "PCA dimensions before clustering.")
+    recluster_window_days: int = bounded(7, 0, 365, "Unassigned episodes re-clustered this long.")
+    initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")
+    support_threshold: float = bounded(0.75, 0.0, 1.0, "Cosine for an episode to support a fact.")
+    support_gain: float = bounded(0.05, 0.0, 1.0, "c += gain * (1 - c) per supporting episode.")
+    decay_rate: float = bounded(0.01, 0.0, 1.0, "c *= exp(-rate * days since evidence).")
+    contradiction_threshold: float = bounded(0.85, 0.0, 1.0, "Cosine for a contradiction check.")
+    merge_threshold: float = bounded(0.85, 0.0, 1.0, "Cosine for a merge candidate pair.")
+    auto_merge_min_confidence: float = bounded(0.6, 0.0, 1.0, "Auto-merge needs one fact above.")
+    deprecate_below: float = bounded(0.3, 0.0, 1.0, "Facts below become deprecated.")
+    passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs more than.")
+
+    # logging
+    no_log: bool = Field(False, description="Log counters only, nothing about content.")
+    debug_content_logging: bool = Field(False, description="Allow memory text in debug logs.")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _clamp(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields[info.field_name]
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "clamp" not in extra or value is None:
+            return value
+        lo, hi = extra["clamp"]
+        clamped = min(max(value, lo), hi)
+        if clamped != value:
+            log.warning(
+                "%s%s=%s is out of range [%s, %s]; using %s",
+                ENV_PREFIX, info.field_name.upper(), value, lo, hi, clamped,
+            )
+        return type(value)(clamped)
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain values, secrets masked."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else ""
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build Settings, turning validation errors into one message naming each variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{ENV_PREFIX}{field.upper()}: {err['msg']} (got {err.get('input')!r})")
+        raise InvalidInput("invalid settings: " + "; ".join(problems)) from None

@@ -1,0 +1,28 @@
+"""Text normalisation and content hashing shared by ingestion, dedupe and retrieval."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from blake3 import blake3
+
+_WS = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """NFKC, lowercase, control characters removed, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(ch if not unicodedata.category(ch).startswith("C") else " " for ch in text)
+    return _WS.sub(" ", text).strip()
+
+
+def content_hash(text: str) -> str:
+    """blake3 hex digest of the normalised text."""
+    return blake3(normalize(text).encode("utf-8")).hexdigest()
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """A deterministic id from parts, so retried work produces the same ids."""
+    digest = blake3("\x1f".join(parts).encode("utf-8")).hexdigest()[:20]
+    return f"{prefix}_{digest}"

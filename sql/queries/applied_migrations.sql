@@ -1,0 +1,4 @@
+-- Returns the versions already applied. No params.
+select
+    m.version
+from schema_migrations as m

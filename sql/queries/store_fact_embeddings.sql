@@ -1,0 +1,11 @@
+-- Stores embeddings from the registered table `incoming_embeddings` on facts that have none.
+-- No params.
+update facts as f
+set
+    embedding = i.embedding,
+    embedding_model = i.embedding_model,
+    embedding_dim = i.embedding_dim
+from incoming_embeddings as i
+where f.user_id = i.user_id
+    and f.id = i.id
+    and f.embedding is null

@@ -1,0 +1,31 @@
+"""Shared fixtures: an isolated settings object and store per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram import db
+from engram.settings import Settings, load_settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings on a fresh store in tmp_path, hash embedder, no LLM; a developer's .env never leaks."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(__import__("os").environ):
+        if name.startswith("ENGRAM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ENGRAM_DB_PATH", str(tmp_path / "engram.duckdb"))
+    monkeypatch.setenv("ENGRAM_ARCHIVE_DIR", str(tmp_path / "archive"))
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "hash")
+    monkeypatch.setenv("ENGRAM_LLM", "none")
+    return load_settings()
+
+
+@pytest.fixture
+def con(settings: Settings):
+    """A migrated connection to the test store."""
+    with db.open_store(settings) as connection:
+        yield connection
