@@ -23,6 +23,7 @@ create table if not exists episodes (
     summary_of      varchar[],
     pipeline        varchar,
     metadata        json,
+    consolidated_run_id varchar,                            -- the extract run that consumed it
     primary key (user_id, id)
 );
 
@@ -33,6 +34,7 @@ create table if not exists facts (
     claim_type         varchar not null default 'fact',     -- fact | preference | assumption | goal
     category           varchar not null default 'general',
     confidence         double not null,
+    confidence_at      timestamp not null default current_timestamp, -- decay clock: see effective_confidence
     evidence_count     integer not null default 1,
     status             varchar not null default 'active',
     merged_into_id     varchar,
@@ -217,3 +219,8 @@ create table if not exists run_leases (
     acquired_at timestamp not null,
     expires_at  timestamp not null
 );
+
+-- Confidence decays lazily: the stored value is exact at confidence_at, and the value at time t is
+-- confidence * exp(-rate * days since confidence_at). Nightly work stays proportional to what changed.
+create or replace macro effective_confidence(confidence, confidence_at, as_of, rate) as
+    confidence * exp(-rate * greatest(date_diff('second', confidence_at, as_of), 0) / 86400.0);

@@ -1,0 +1,104 @@
+"""Rule-based text heuristics for facts: claim type, self-containedness, valence conflicts."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9']+")
+_NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+NEGATIONS = {
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without",
+    "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't",
+    "can't", "couldn't", "shouldn't", "hasn't", "haven't", "hadn't", "dont", "doesnt", "didnt",
+    "isnt", "arent", "wasnt", "cant", "wont", "n't", "nobody", "nowhere",
+}
+ANTONYMS = [
+    ("love", "hate"), ("loves", "hates"), ("like", "dislike"), ("likes", "dislikes"),
+    ("always", "never"), ("true", "false"), ("yes", "no"), ("open", "closed"), ("alive", "dead"),
+    ("increase", "decrease"), ("increased", "decreased"), ("win", "lose"), ("won", "lost"),
+    ("accept", "reject"), ("accepted", "rejected"), ("start", "stop"), ("started", "stopped"),
+    ("married", "divorced"), ("enjoy", "dislike"), ("enjoys", "dislikes"), ("before", "after"),
+    ("early", "late"), ("up", "down"), ("on", "off"), ("in", "out"), ("allow", "forbid"),
+    ("agree", "disagree"), ("possible", "impossible"), ("happy", "sad"), ("old", "new"),
+    ("full", "empty"), ("safe", "dangerous"), ("cheap", "expensive"), ("fast", "slow"),
+    ("vegetarian", "carnivore"), ("smoker", "nonsmoker"), ("employed", "unemployed"),
+    ("prefer", "avoid"), ("prefers", "avoids"), ("sitting", "standing"), ("asleep", "awake"),
+    ("man", "woman"), ("boy", "girl"), ("inside", "outside"), ("quit", "joined"), ("left", "joined"),
+]
+_ANTONYM_OF: dict[str, set[str]] = {}
+for _a, _b in ANTONYMS:
+    _ANTONYM_OF.setdefault(_a, set()).add(_b)
+    _ANTONYM_OF.setdefault(_b, set()).add(_a)
+
+PREFERENCE = re.compile(r"\b(love|loves|like|likes|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b")
+GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope to|hopes to|going to|aim to|dream of)\b")
+ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
+QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
+PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
+FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yes|no|sure)\b[!,. ]*", re.I)
+
+
+def words(text: str) -> list[str]:
+    """Lowercased word tokens."""
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+def claim_type(text: str) -> str:
+    """fact | preference | assumption | goal, by simple cues."""
+    lower = text.lower()
+    if GOAL.search(lower):
+        return "goal"
+    if PREFERENCE.search(lower):
+        return "preference"
+    if ASSUMPTION.search(lower):
+        return "assumption"
+    return "fact"
+
+
+def self_containedness(text: str) -> float:
+    """0..1: how well a sentence stands alone as a fact (no question, no dangling pronoun, not filler)."""
+    score = 1.0
+    stripped = text.strip()
+    n = len(words(stripped))
+    if stripped.endswith("?") or QUESTION_START.match(stripped):
+        score -= 0.5
+    if PRONOUN_START.match(stripped):
+        score -= 0.25
+    if FILLER.match(stripped):
+        score -= 0.2
+    if n < 4:
+        score -= 0.4
+    elif n > 60:
+        score -= 0.2
+    return max(score, 0.0)
+
+
+def best_sentence(text: str, max_chars: int = 400) -> str:
+    """The most self-contained sentence of a turn (a turn often opens with filler)."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    if not sentences:
+        return text.strip()[:max_chars]
+    best = max(sentences, key=lambda s: (self_containedness(s), len(s)))
+    return best[:max_chars]
+
+
+def _negated(tokens: list[str]) -> bool:
+    return sum(1 for t in tokens if t in NEGATIONS or t.endswith("n't")) % 2 == 1
+
+
+def valence_conflict(a: str, b: str) -> str | None:
+    """Why two similar statements disagree (negation, antonym, different value), or None."""
+    ta, tb = words(a), words(b)
+    if _negated(ta) != _negated(tb):
+        return "negation"
+    sa, sb = set(ta), set(tb)
+    only_a, only_b = sa - sb, sb - sa
+    for word in only_a:
+        if _ANTONYM_OF.get(word, set()) & only_b:
+            return "antonym"
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    if na and nb and na != nb:
+        shared = len(sa & sb) / max(len(sa | sb), 1)
+        if shared >= 0.5:
+            return "different value"
+    return None

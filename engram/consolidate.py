@@ -1,0 +1,434 @@
+"""The nightly consolidation stages for one tenant, without Prefect.
+
+Each stage reads in a short connection, computes with numpy/polars while the store is closed,
+then writes everything (and its runs row) in one transaction. A stage this run already
+completed is skipped, so a run resumed after a crash continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from engram import db, fact_ops
+from engram.claims import best_sentence, claim_type, self_containedness, valence_conflict
+from engram.cluster import centrality, cluster_embeddings
+from engram.confidence import decayed_array, initial_confidence, reinforced
+from engram.embed import Embedder
+from engram.merge import FactInfo, components, plan_merges, similar_pairs
+from engram.runs import completed_counts, record_stage
+from engram.settings import Settings
+from engram.textnorm import content_hash, stable_id
+
+log = logging.getLogger(__name__)
+
+STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
+VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Everything a stage needs to know about the run it belongs to."""
+
+    settings: Settings
+    user_id: str
+    run_id: str
+    as_of: datetime
+    dry_run: bool = False
+
+
+def vectors_of(column: pa.ChunkedArray | pl.Series, dim: int) -> np.ndarray:
+    """A list<float> column as a float32 [n, dim] matrix, without a Python loop."""
+    arr = column.to_arrow() if isinstance(column, pl.Series) else column
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.asarray(arr.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(arr), dim)
+
+
+def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, Any], Callable[[db.Connection], None] | None]]) -> dict[str, Any]:
+    """Skip a completed stage; else compute with `body`, then write its result and runs row atomically.
+
+    `body` returns (counts, writer); the writer runs inside the stage's transaction (None = nothing to write).
+    """
+    started = datetime.now()
+    t0 = time.perf_counter()
+    with db.open_store(ctx.settings) as con:
+        done = completed_counts(con, ctx.run_id, ctx.user_id, stage)
+    if done is not None:
+        return {**done, "skipped": True}
+    counts, writer = body()
+    counts["seconds"] = round(time.perf_counter() - t0, 3)
+    if ctx.dry_run:
+        return {**counts, "dry_run": True}
+    with db.open_store(ctx.settings) as con, db.transaction(con):
+        if writer is not None:
+            writer(con)
+        record_stage(con, ctx.run_id, ctx.user_id, stage, ctx.as_of, started, counts)
+    log.info("stage %s user=%s run=%s %s", stage, ctx.user_id, ctx.run_id, counts)
+    return counts
+
+
+# ---------------------------------------------------------------- extract
+
+
+def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str, np.ndarray]:
+    """Index of the most central, self-contained member, its fact text, and member centralities."""
+    cent = centrality(vecs)
+    sentences = [best_sentence(c) for c in members["content"].to_list()]
+    scores = cent * (0.5 + 0.5 * np.array([self_containedness(s) for s in sentences]))
+    best = int(np.argmax(scores))
+    role = members["role"][best]
+    text = f"{role}: {sentences[best]}" if role else sentences[best]
+    return best, text, cent
+
+
+def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
+              embedder: Embedder, reason: str, kind: str | None = None) -> dict[str, Any]:
+    s = ctx.settings
+    visibility = min(members["visibility"].to_list(), key=lambda v: VISIBILITY_RANK.get(v, 0))
+    tags = sorted({t for ts in members["tags"].to_list() for t in (ts or [])})
+    return {
+        "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
+        "category": "general",
+        "confidence": initial_confidence(members.height, s.initial_confidence, s.support_gain),
+        "confidence_at": ctx.as_of, "evidence_count": members.height, "status": "active",
+        "asserted_at": members["created_at"].min(), "valid_from": members["created_at"].min(),
+        "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
+        "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
+        "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
+        "visibility": visibility, "is_private": bool(members["is_private"].any()) or visibility == "private",
+        "run_id": ctx.run_id, "reason": reason,
+    }
+
+
+def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str, Any]:
+    """Cluster new episodes; one candidate fact per cluster (LLM when configured, else extractive)."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        window_start = ctx.as_of - timedelta(days=s.recluster_window_days)
+        with db.open_store(s) as con:
+            eps = db.query(con, "queries/consolidation_episodes", user_id=ctx.user_id, as_of=ctx.as_of,
+                           window_start=window_start, model=embedder.model, dim=embedder.dim)
+        new_ids = eps.filter(pl.col("is_new"))["id"].to_list()
+        counts: dict[str, Any] = {"episodes": eps.height, "new_episodes": len(new_ids)}
+        if eps.height == 0:
+            return {**counts, "clusters": 0, "facts_created": 0}, None
+        vecs = vectors_of(eps["embedding"], embedder.dim)
+        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims)
+        clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
+        facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts)
+        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), facts_created=len(facts))
+        watermark = eps["created_at"].max()
+
+        def write(con: db.Connection) -> None:
+            if facts:
+                frame = pa.Table.from_pylist(facts)
+                with db.registered(con, "incoming_facts", frame):
+                    db.execute(con, "queries/insert_facts")
+                    db.execute(con, "queries/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
+                fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(sources))
+            consumed = pa.table({"id": pa.array(new_ids, pa.string())})
+            with db.registered(con, "consumed_episodes", consumed):
+                db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
+
+        counts["watermark"] = str(watermark)
+        return counts, write
+
+    return run_stage(ctx, "extract", body)
+
+
+def _facts_from_clusters(
+    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray],
+    embedder: Embedder, llm: Any, counts: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    facts: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    if llm is not None and clusters:
+        return _facts_from_llm(ctx, eps, clusters, embedder, llm, counts)
+    texts: list[str] = []
+    for idx in clusters:
+        members = eps[idx.tolist()]
+        best, text, cent = _extractive_fact(members, vecs[idx])
+        member_ids = sorted(members["id"].to_list())
+        fact_id = stable_id("fact", ctx.user_id, *member_ids)
+        texts.append(text)
+        facts.append(_fact_row(ctx, fact_id, text, members, vecs[idx][best], embedder,
+                               reason=f"extractive: cluster of {members.height} episodes"))
+        for eid, sim in zip(members["id"].to_list(), cent.tolist(), strict=True):
+            sources.append({"fact_id": fact_id, "episode_id": eid, "relation": "extracted_from", "similarity": sim})
+    if texts:
+        # the fact text (best sentence, speaker prefix) differs from the turn: embed it as stored
+        fact_vecs = embedder.embed(texts)
+        for row, vec in zip(facts, fact_vecs, strict=True):
+            row["embedding"] = vec.tolist()
+    return facts, sources
+
+
+# ---------------------------------------------------------------- confidence
+
+
+def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """Active facts of the tenant, their vectors, and their confidence decayed to as_of."""
+    with db.open_store(ctx.settings) as con:
+        arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=ctx.user_id,
+                               model=embedder.model, dim=embedder.dim)
+    vecs = vectors_of(arrow["embedding"], embedder.dim)
+    facts = pl.from_arrow(arrow.drop_columns(["embedding"]))
+    if facts.height == 0:
+        return facts, vecs, np.zeros(0)
+    as_of = np.datetime64(ctx.as_of.replace(tzinfo=None), "us")
+    ages = (as_of - facts["confidence_at"].to_numpy().astype("datetime64[us]")) / np.timedelta64(1, "D")
+    return facts, vecs, decayed_array(facts["confidence"].to_numpy(), ages, ctx.settings.decay_rate)
+
+
+def _fact_texts(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, str]:
+    with db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(set(ids)), pa.string())})):
+        return dict(db.rows(con, "queries/fact_texts", user_id=user_id))
+
+
+def _existing_pairs(con: db.Connection, user_id: str, kind: str) -> set[frozenset[str]]:
+    return {frozenset(r[0]) for r in db.rows(con, "queries/review_subjects", user_id=user_id, kind=kind)}
+
+
+def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Evidence from this run's episodes, then contradiction detection among changed facts."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        facts, fvecs, conf_now = _fact_matrix(ctx, embedder)
+        with db.open_store(s) as con:
+            eps = db.query_arrow(con, "queries/run_episode_vectors", user_id=ctx.user_id, run_id=ctx.run_id)
+            links = {(e, f) for e, f in db.rows(con, "queries/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
+            created = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+        counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
+        fact_ids = facts["id"].to_list() if facts.height else []
+        # evidence: new episodes with cos >= threshold support a fact they did not produce
+        support_rows: list[dict[str, Any]] = []
+        per_fact: dict[int, int] = defaultdict(int)
+        if eps.num_rows and facts.height:
+            evecs = vectors_of(eps["embedding"], embedder.dim)
+            ep_ids = eps["id"].to_pylist()
+            ei, fi, sim = similar_pairs(evecs, fvecs, s.support_threshold - 1e-9)
+            for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True):
+                if (ep_ids[e], fact_ids[f]) in links:
+                    continue
+                per_fact[f] += 1
+                support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e], "relation": "supports", "similarity": c})
+        new_conf = conf_now.copy()
+        support_changes = []
+        for f, k in sorted(per_fact.items()):
+            new_conf[f] = reinforced(conf_now[f], k, s.support_gain)
+            support_changes.append(fact_ops.FactChange(
+                fact_ids[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
+                evidence_delta=k, reinforced=True))
+        changed = created | {fact_ids[f] for f in per_fact}
+        # contradictions: changed facts vs all active facts, similar but opposite valence
+        contra_changes, reviews = _contradictions(ctx, facts, fvecs, new_conf, changed)
+        counts.update(reinforced=len(support_changes), supports=len(support_rows),
+                      contradictions=len(reviews), penalised=len(contra_changes))
+
+        def write(con: db.Connection) -> None:
+            fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
+            fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(
+                support_rows, schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String, "similarity": pl.Float64}))
+            fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, contra_changes, ctx.as_of)
+            queue_reviews(con, reviews)
+
+        return counts, write
+
+    return run_stage(ctx, "confidence", body)
+
+
+def _conflicting_pairs(
+    ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
+) -> tuple[list[tuple[int, int, float]], list[tuple[int, int, float, str]]]:
+    """Similar pairs (changed vs all) split into agreeing pairs and conflicting ones (with the reason)."""
+    if not changed or facts.height < 2:
+        return [], []
+    ids = facts["id"].to_list()
+    rows = [i for i, fid in enumerate(ids) if fid in changed]
+    qi, cj, sim = similar_pairs(fvecs[rows], fvecs, threshold)
+    pairs = {}
+    for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
+        i = rows[q]
+        if i != j:
+            pairs[(min(i, j), max(i, j))] = c
+    if not pairs:
+        return [], []
+    with db.open_store(ctx.settings) as con:
+        texts = _fact_texts(con, ctx.user_id, [ids[i] for p in pairs for i in p])
+    agree, conflict = [], []
+    for (i, j), c in sorted(pairs.items()):
+        why = valence_conflict(texts[ids[i]], texts[ids[j]])
+        (conflict if why else agree).append((i, j, c, why) if why else (i, j, c))
+    return agree, conflict
+
+
+def _contradictions(
+    ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, conf: np.ndarray, changed: set[str]
+) -> tuple[list[fact_ops.FactChange], list[dict[str, Any]]]:
+    _, conflict = _conflicting_pairs(ctx, facts, fvecs, changed, ctx.settings.contradiction_threshold)
+    if not conflict:
+        return [], []
+    ids = facts["id"].to_list()
+    with db.open_store(ctx.settings) as con:
+        seen = _existing_pairs(con, ctx.user_id, "contradiction")
+    penalised: dict[int, str] = {}
+    reviews = []
+    for i, j, c, why in conflict:
+        pair = frozenset((ids[i], ids[j]))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        penalised.setdefault(i, ids[j])
+        penalised.setdefault(j, ids[i])
+        reviews.append(_review(ctx, "contradiction", sorted(pair), f"{why}; cos {c:.3f}"))
+    changes = [
+        fact_ops.FactChange(ids[i], "contradicted", "contradiction penalty: confidence halved",
+                            confidence=float(conf[i]) / 2, related_fact_id=other)
+        for i, other in sorted(penalised.items())
+    ]
+    return changes, reviews
+
+
+def _review(ctx: StageContext, kind: str, subject_ids: list[str], reason: str) -> dict[str, Any]:
+    return {
+        "id": stable_id("rv", ctx.user_id, kind, *subject_ids), "user_id": ctx.user_id, "kind": kind,
+        "subject_ids": subject_ids, "reason": reason, "run_id": ctx.run_id, "created_at": ctx.as_of,
+    }
+
+
+def queue_reviews(con: db.Connection, reviews: list[dict[str, Any]]) -> None:
+    """Insert review rows (an existing review id is kept)."""
+    if not reviews:
+        return
+    table = pa.Table.from_pylist(reviews, schema=pa.schema([
+        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()),
+        ("subject_ids", pa.list_(pa.string())), ("reason", pa.string()), ("run_id", pa.string()),
+        ("created_at", pa.timestamp("us")),
+    ]))
+    with db.registered(con, "incoming_reviews", table):
+        db.execute(con, "queries/queue_reviews")
+
+
+# ---------------------------------------------------------------- merge
+
+
+def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Merge near-duplicates among changed facts vs all active facts; ambiguous ones are queued."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        facts, fvecs, conf_now = _fact_matrix(ctx, embedder)
+        with db.open_store(s) as con:
+            changed = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+            contradicted = _existing_pairs(con, ctx.user_id, "contradiction")
+            queued = _existing_pairs(con, ctx.user_id, "merge")
+        agree, conflict = _conflicting_pairs(ctx, facts, fvecs, changed, s.merge_threshold)
+        ids = facts["id"].to_list()
+        conflicting = {frozenset((ids[i], ids[j])) for i, j, _, _ in conflict} | contradicted
+        edges = [(ids[i], ids[j]) for i, j, _ in agree if frozenset((ids[i], ids[j])) not in conflicting]
+        comps = components(edges)
+        index = {fid: n for n, fid in enumerate(ids)}
+        infos = {
+            fid: FactInfo(fid, float(conf_now[index[fid]]), facts["category"][index[fid]], index[fid])
+            for comp in comps for fid in comp
+        }
+        plan = plan_merges(comps, infos, conflicting, s.auto_merge_min_confidence)
+        reviews = [_review(ctx, "merge", comp, why) for comp, why in plan.reviews if frozenset(comp) not in queued]
+        counts = {"candidate_pairs": len(agree), "components": len(comps), "merges": len(plan.merges),
+                  "facts_merged": sum(len(losers) for _, losers in plan.merges), "queued": len(reviews)}
+
+        def write(con: db.Connection) -> None:
+            for winner, losers in plan.merges:
+                gained = int(sum(facts["evidence_count"][index[x]] for x in losers))
+                new_conf = reinforced(float(conf_now[index[winner]]), gained, s.support_gain)
+                fact_ops.merge(con, ctx.user_id, ctx.run_id, winner, losers,
+                               f"auto-merge: {len(losers) + 1} near-duplicates (cos > {s.merge_threshold})",
+                               ctx.as_of, winner_confidence=new_conf)
+            queue_reviews(con, reviews)
+
+        return counts, write
+
+    return run_stage(ctx, "merge", body)
+
+
+# ---------------------------------------------------------------- deprecate
+
+
+def deprecate(ctx: StageContext) -> dict[str, Any]:
+    """Facts whose decayed confidence fell below the floor become deprecated (kept, not retrieved)."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        with db.open_store(s) as con:
+            due = db.rows(con, "queries/deprecation_candidates", user_id=ctx.user_id, as_of=ctx.as_of,
+                          rate=s.decay_rate, threshold=s.deprecate_below)
+        changes = [
+            fact_ops.FactChange(fid, "deprecated", f"confidence {c:.3f} < {s.deprecate_below}",
+                                confidence=float(c), status="deprecated")
+            for fid, c in due
+        ]
+        return {"deprecated": len(changes)}, (
+            lambda con: fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, changes, ctx.as_of))
+
+    return run_stage(ctx, "deprecate", body)
+
+
+# ---------------------------------------------------------------- embed / publish
+
+
+def embed_pending(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Drain the tenant's embedding queue (episodes, then facts)."""
+    from engram.embedding_queue import drain
+
+    if ctx.dry_run:
+        return {"dry_run": True}
+    return {
+        "episodes": drain(ctx.settings, embedder, "episodes", ctx.user_id),
+        "facts": drain(ctx.settings, embedder, "facts", ctx.user_id),
+    }
+
+
+def tenants_with_work(settings: Settings, as_of: datetime) -> list[str]:
+    """Tenants with anything for the nightly run to do."""
+    with db.open_store(settings) as con:
+        return [r[0] for r in db.rows(con, "queries/tenants_with_work", as_of=as_of,
+                                      rate=settings.decay_rate, threshold=settings.deprecate_below)]
+
+
+def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:
+    """Stage 5: batched LLM decisions on queued reviews; with no LLM the cases stay queued."""
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        if llm is None:
+            return {"llm": "none", "requests": 0}, None
+        if ctx.dry_run:
+            return {"requests": 0, "note": "dry run: no LLM calls"}, None
+        from engram.resolve import resolve_pending
+
+        return dict(resolve_pending(ctx.settings, llm, ctx.user_id, ctx.run_id, ctx.as_of)), None
+
+    return run_stage(ctx, "resolve", body)
+
+
+def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Stage 8: embed facts whose text changed; the run's changes for the report."""
+    from engram.embedding_queue import drain
+
+    embedded = 0 if ctx.dry_run else drain(ctx.settings, embedder, "facts", ctx.user_id)
+    with db.open_store(ctx.settings) as con:
+        changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
+    return {"facts_embedded": embedded, "changes": changes.to_dicts()}

@@ -1,0 +1,89 @@
+"""Merge planning: similar pairs -> connected components -> auto-merge or review. Pure logic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def similar_pairs(
+    query: np.ndarray, corpus: np.ndarray, threshold: float, chunk: int = 2048
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All (i, j, cos) with query[i] . corpus[j] > threshold, computed in chunks to bound memory."""
+    rows, cols, sims = [], [], []
+    for start in range(0, len(corpus), chunk * 64):
+        block = corpus[start : start + chunk * 64]
+        for qs in range(0, len(query), chunk):
+            scores = query[qs : qs + chunk] @ block.T
+            i, j = np.nonzero(scores > threshold)
+            rows.append(i + qs)
+            cols.append(j + start)
+            sims.append(scores[i, j])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
+
+
+def components(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Connected components (sorted, each sorted) of an undirected graph given as edges."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[str, list[str]] = {}
+    for node in parent:
+        groups.setdefault(find(node), []).append(node)
+    return sorted(sorted(g) for g in groups.values())
+
+
+@dataclass(frozen=True)
+class FactInfo:
+    """What merge rules need to know about one fact."""
+
+    id: str
+    confidence: float
+    category: str
+    created_at_rank: int  # lower = older; breaks confidence ties deterministically
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """Auto-merges (winner, losers) and components left for review with the reason."""
+
+    merges: list[tuple[str, list[str]]]
+    reviews: list[tuple[list[str], str]]
+
+
+def plan_merges(
+    comps: list[list[str]],
+    facts: dict[str, FactInfo],
+    conflicting: set[frozenset[str]],
+    min_confidence: float,
+) -> MergePlan:
+    """Auto-merge a component when one category, no contradiction inside, and one fact > min_confidence."""
+    merges: list[tuple[str, list[str]]] = []
+    reviews: list[tuple[list[str], str]] = []
+    for comp in comps:
+        infos = [facts[i] for i in comp]
+        pairs = {frozenset((a, b)) for a in comp for b in comp if a < b}
+        if pairs & conflicting:
+            continue  # contradictions are handled by the contradiction path, never merged
+        if len({f.category for f in infos}) > 1:
+            reviews.append((comp, "different categories"))
+            continue
+        if max(f.confidence for f in infos) <= min_confidence:
+            reviews.append((comp, f"no fact above confidence {min_confidence}"))
+            continue
+        winner = min(infos, key=lambda f: (-f.confidence, f.created_at_rank, f.id))
+        merges.append((winner.id, [f.id for f in infos if f.id != winner.id]))
+    return MergePlan(merges, reviews)

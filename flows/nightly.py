@@ -1,0 +1,80 @@
+"""The nightly consolidation flow: embed, extract, confidence, merge, resolve, deprecate, archive, publish."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from engram.consolidate import STAGES, tenants_with_work
+from engram.errors import InvalidInput
+from engram.report import run_report_markdown, utc_naive
+from engram.runs import LeaseHeld, make_run_id, tenant_lease
+from engram.settings import load_settings
+from tasks import consolidate as t
+
+STAGE_TASKS = {
+    "embed": t.embed_pending,
+    "extract": t.extract_facts,
+    "confidence": t.update_confidence,
+    "merge": t.merge_duplicates,
+    "resolve": t.resolve_reviews,
+    "deprecate": t.deprecate_facts,
+    "archive": t.archive_retired,
+    "publish": t.publish_run,
+}
+
+
+@flow(name="nightly-consolidation", log_prints=False)
+def nightly_consolidation(
+    user_id: str | None = None,
+    as_of: datetime | None = None,
+    dry_run: bool = False,
+    stages: list[str] | None = None,
+) -> dict[str, Any]:
+    """Consolidate one tenant (or every tenant with work): episodes become confident, deduplicated facts."""
+    logger = get_run_logger()
+    settings = load_settings()
+    as_of = utc_naive(as_of or datetime.now(UTC))
+    chosen = list(stages or STAGES)
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown:
+        raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
+    chosen = [s for s in STAGES if s in chosen]  # always in pipeline order
+    run_id = make_run_id(as_of)
+    tenants = [user_id] if user_id else tenants_with_work(settings, as_of)
+    logger.info("run %s: %d tenant(s), stages %s, dry_run=%s", run_id, len(tenants), chosen, dry_run)
+    results: dict[str, Any] = {}
+    for tenant in tenants:
+        try:
+            with tenant_lease(settings, tenant, run_id):
+                results[tenant] = {
+                    stage: STAGE_TASKS[stage](settings, tenant, run_id, as_of, dry_run) for stage in chosen
+                }
+        except LeaseHeld as exc:
+            logger.warning("skipped tenant %s: %s", tenant, exc)
+            results[tenant] = {"skipped": str(exc)}
+    _publish_artifacts(run_id, as_of, dry_run, results)
+    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
+
+
+def _publish_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any]) -> None:
+    key = run_id.lower().replace("_", "-")
+    create_markdown_artifact(
+        key=f"report-{key}"[:100],
+        markdown=run_report_markdown(run_id, as_of, dry_run, results),
+        description=f"nightly consolidation {run_id}",
+    )
+    rows = [
+        {"user_id": tenant, **change}
+        for tenant, stages in results.items()
+        for change in (stages.get("publish") or {}).get("changes", [])
+    ]
+    if rows:
+        create_table_artifact(key=f"changes-{key}"[:100], table=rows, description="facts changed by this run")
+
+
+if __name__ == "__main__":
+    nightly_consolidation()

@@ -1,0 +1,10 @@
+-- Returns the tenant's active facts whose decayed confidence at $as_of is below $threshold.
+-- Params: $user_id, $as_of, $rate, $threshold.
+select
+    f.id,
+    effective_confidence(f.confidence, f.confidence_at, $as_of, $rate) as confidence_now
+from facts as f
+where f.user_id = $user_id
+    and f.status = 'active'
+    and effective_confidence(f.confidence, f.confidence_at, $as_of, $rate) < $threshold
+order by f.id

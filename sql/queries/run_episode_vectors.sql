@@ -1,0 +1,9 @@
+-- Returns the episodes consumed by extract run $run_id, with vectors. Params: $user_id, $run_id.
+select
+    e.id,
+    e.embedding
+from episodes as e
+where e.user_id = $user_id
+    and e.consolidated_run_id = $run_id
+    and e.embedding is not null
+order by e.id

@@ -1,0 +1,16 @@
+-- Returns the tenant's active facts with vectors of the active embedder, for similarity stages.
+-- Params: $user_id, $model, $dim.
+select
+    f.id,
+    f.embedding,
+    f.confidence,
+    f.confidence_at,
+    f.category,
+    f.created_at,
+    f.evidence_count
+from facts as f
+where f.user_id = $user_id
+    and f.status = 'active'
+    and f.embedding_model = $model
+    and f.embedding_dim = $dim
+order by f.created_at, f.id
