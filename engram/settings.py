@@ -100,6 +100,8 @@ class Settings(BaseSettings):
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         if "clamp" not in extra or value is None:
             return value
+        if value != value:  # NaN compares false with every bound, so it would slip through
+            raise ValueError("must be a number, not NaN")
         lo, hi = extra["clamp"]
         clamped = min(max(value, lo), hi)
         if clamped != value:
