@@ -7,11 +7,15 @@ import warnings
 import numpy as np
 
 
-def cluster_embeddings(vectors: np.ndarray, min_cluster_size: int = 3, pca_dims: int = 32) -> np.ndarray:
+def cluster_embeddings(
+    vectors: np.ndarray, min_cluster_size: int = 3, pca_dims: int = 32, min_similarity: float = 0.5
+) -> np.ndarray:
     """HDBSCAN labels (-1 = noise) for L2-normalised vectors, after PCA to pca_dims.
 
     PCA first because HDBSCAN's cost explodes with dimension (DESIGN.md: 50k x 384 > 15 min,
-    50k x 32 in about a minute). Too few points for a cluster gives all noise.
+    50k x 32 in about a minute). Too few points for a cluster gives all noise. Members whose
+    cosine to their cluster centroid (full space) is below min_similarity become noise: on small
+    or sparse batches HDBSCAN attaches outliers that share nothing with the cluster.
     """
     n = len(vectors)
     if n < max(min_cluster_size, 2):
@@ -30,8 +34,20 @@ def cluster_embeddings(vectors: np.ndarray, min_cluster_size: int = 3, pca_dims:
             min_cluster_size=min_cluster_size, min_samples=1, metric="euclidean",
             cluster_selection_method="leaf", core_dist_n_jobs=1,
         )
-        labels = clusterer.fit_predict(reduced.astype(np.float64))
-    return labels.astype(np.int64)
+        labels = clusterer.fit_predict(reduced.astype(np.float64)).astype(np.int64)
+    return prune_outliers(vectors, labels, min_similarity)
+
+
+def prune_outliers(vectors: np.ndarray, labels: np.ndarray, min_similarity: float) -> np.ndarray:
+    """Relabel as noise the members far from their cluster centroid; tiny leftovers become noise."""
+    labels = labels.copy()
+    for label in set(labels.tolist()) - {-1}:
+        idx = np.flatnonzero(labels == label)
+        keep = centrality(vectors[idx]) >= min_similarity
+        labels[idx[~keep]] = -1
+        if keep.sum() < 2:
+            labels[idx] = -1
+    return labels
 
 
 def centrality(vectors: np.ndarray) -> np.ndarray:

@@ -93,6 +93,28 @@ def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str,
     return best, text, cent
 
 
+def _split_by_valence(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray]) -> list[np.ndarray]:
+    """Split off members that contradict their cluster's representative ("I love X" vs "I don't love X").
+
+    Embeddings put a statement and its negation close together; one fact must not rest on both.
+    The split-off members form their own group, which the confidence stage then flags as a contradiction.
+    """
+    out: list[np.ndarray] = []
+    pending = list(clusters)
+    while pending:
+        idx = pending.pop(0)
+        members = eps[idx.tolist()]
+        best, text, _ = _extractive_fact(members, vecs[idx])
+        rep = best_sentence(members["content"][best])
+        odd = np.array([valence_conflict(rep, best_sentence(c)) is not None for c in members["content"].to_list()])
+        if odd.any() and not odd.all():
+            out.append(idx[~odd])
+            pending.append(idx[odd])
+        else:
+            out.append(idx)
+    return out
+
+
 def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
               embedder: Embedder, reason: str, kind: str | None = None) -> dict[str, Any]:
     s = ctx.settings
@@ -126,7 +148,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
         if eps.height == 0:
             return {**counts, "clusters": 0, "facts_created": 0}, None
         vecs = vectors_of(eps["embedding"], embedder.dim)
-        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims)
+        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
         clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
         facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts)
         counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), facts_created=len(facts))
@@ -158,7 +180,7 @@ def _facts_from_clusters(
     if llm is not None and clusters:
         return _facts_from_llm(ctx, eps, clusters, embedder, llm, counts)
     texts: list[str] = []
-    for idx in clusters:
+    for idx in _split_by_valence(eps, vecs, clusters):
         members = eps[idx.tolist()]
         best, text, cent = _extractive_fact(members, vecs[idx])
         member_ids = sorted(members["id"].to_list())
@@ -219,13 +241,19 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         per_fact: dict[int, int] = defaultdict(int)
         if eps.num_rows and facts.height:
             evecs = vectors_of(eps["embedding"], embedder.dim)
-            ep_ids = eps["id"].to_pylist()
+            ep_ids, ep_texts = eps["id"].to_pylist(), eps["content"].to_pylist()
             ei, fi, sim = similar_pairs(evecs, fvecs, s.support_threshold - 1e-9)
-            for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True):
-                if (ep_ids[e], fact_ids[f]) in links:
-                    continue
-                per_fact[f] += 1
-                support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e], "relation": "supports", "similarity": c})
+            pairs = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
+                     if (ep_ids[e], fact_ids[f]) not in links]
+            with db.open_store(s) as con:
+                texts = _fact_texts(con, ctx.user_id, [fact_ids[f] for _, f, _ in pairs])
+            for e, f, c in pairs:
+                # similar but of opposite valence is evidence against, not for
+                against = valence_conflict(best_sentence(ep_texts[e]), texts[fact_ids[f]]) is not None
+                if not against:
+                    per_fact[f] += 1
+                support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e],
+                                     "relation": "contradicts" if against else "supports", "similarity": c})
         new_conf = conf_now.copy()
         support_changes = []
         for f, k in sorted(per_fact.items()):
@@ -236,7 +264,9 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         changed = created | {fact_ids[f] for f in per_fact}
         # contradictions: changed facts vs all active facts, similar but opposite valence
         contra_changes, reviews = _contradictions(ctx, facts, fvecs, new_conf, changed)
-        counts.update(reinforced=len(support_changes), supports=len(support_rows),
+        counts.update(reinforced=len(support_changes),
+                      supports=sum(r["relation"] == "supports" for r in support_rows),
+                      against=sum(r["relation"] == "contradicts" for r in support_rows),
                       contradictions=len(reviews), penalised=len(contra_changes))
 
         def write(con: db.Connection) -> None:

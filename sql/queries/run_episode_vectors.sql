@@ -1,6 +1,7 @@
--- Returns the episodes consumed by extract run $run_id, with vectors. Params: $user_id, $run_id.
+-- Returns the episodes consumed by extract run $run_id, with text and vectors. Params: $user_id, $run_id.
 select
     e.id,
+    e.content,
     e.embedding
 from episodes as e
 where e.user_id = $user_id

@@ -1,0 +1,105 @@
+"""The nightly stages without Prefect, on the seeded scenario: exact rows after one run and a re-run."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from engram import consolidate, db
+from engram.embed import from_settings
+from tests.consolidation_scenario import AS_OF, EXPECTED_EVENTS, OTHER, USER, expected, seed
+
+
+def run_all(settings, run_id: str, as_of=AS_OF) -> dict:
+    ctx = consolidate.StageContext(settings, USER, run_id, as_of)
+    emb = from_settings(settings)
+    return {
+        "embed": consolidate.embed_pending(ctx, emb),
+        "extract": consolidate.extract(ctx, emb),
+        "confidence": consolidate.confidence(ctx, emb),
+        "merge": consolidate.merge(ctx, emb),
+        "resolve": consolidate.resolve(ctx, None),
+        "deprecate": consolidate.deprecate(ctx),
+    }
+
+
+def fact_state(con) -> dict[str, tuple[float, str, str | None]]:
+    rows = con.execute("select id, text, confidence, status, merged_into_id from facts where user_id = $u",
+                       {"u": USER}).fetchall()
+    return {fid: (text, conf, status, merged) for fid, text, conf, status, merged in rows}
+
+
+def key_of(fid: str, text: str) -> str:
+    for key in expected():
+        if fid == key or text.startswith(key):
+            return key
+    raise AssertionError(f"unexpected fact {fid}: {text}")
+
+
+def snapshot(con) -> dict[str, list]:
+    return {
+        table: con.execute(f"select * exclude (embedding) from {table} order by all").fetchall()  # noqa: S608
+        if table in ("facts", "episodes") else con.execute(f"select * from {table} order by all").fetchall()  # noqa: S608
+        for table in ("facts", "fact_sources", "fact_events", "llm_reviews", "episodes")
+    }
+
+
+def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
+    seed(settings)
+    counts = run_all(settings, "run-a")
+    assert counts["extract"]["facts_created"] == 2
+    assert counts["merge"]["merges"] == 1
+    with db.open_store(settings) as con:
+        state = fact_state(con)
+        want = expected()
+        assert len(state) == len(want)
+        for fid, (text, conf, status, merged) in state.items():
+            exp_conf, exp_status = want[key_of(fid, text)]
+            assert conf == pytest.approx(exp_conf, abs=1e-6), text
+            assert status == exp_status, text
+        assert state["f_alice2"][3] == "f_alice"
+        events = con.execute("select fact_id, list(action order by action) from fact_events"
+                             " where run_id = 'run-a' group by fact_id").fetchall()
+        by_key = {key_of(fid, state[fid][0]): actions for fid, actions in events}
+        assert by_key == EXPECTED_EVENTS
+        reviews = con.execute("select kind, status, subject_ids from llm_reviews").fetchall()
+        never_id = next(f for f, v in state.items() if v[0].startswith("Bob never"))
+        assert reviews == [("contradiction", "pending", sorted(["f_coffee", never_id]))]
+        # lineage: the winner carries the loser's sources; the noise episode supports both Alices
+        sources = {r[0] for r in con.execute("select episode_id from fact_sources where fact_id = 'f_alice'").fetchall()}
+        assert sources == {"seed-f_alice", "seed-f_alice2", "new-0"}
+        against = con.execute("select count(*) from fact_sources where fact_id = 'f_coffee'"
+                              " and relation = 'contradicts'").fetchall()[0][0]
+        assert against == 3
+        # the other tenant is untouched
+        assert con.execute("select count(*) from facts where user_id = $u", {"u": OTHER}).fetchall()[0][0] == 0
+
+
+def test_rerun_same_as_of_and_next_run_change_nothing(settings) -> None:
+    seed(settings)
+    run_all(settings, "run-a")
+    with db.open_store(settings) as con:
+        before = snapshot(con)
+    again = run_all(settings, "run-a")
+    assert all(c.get("skipped") for name, c in again.items() if name != "embed")
+    later = run_all(settings, "run-b", as_of=AS_OF + timedelta(minutes=5))
+    assert later["extract"]["facts_created"] == 0 and later["merge"]["merges"] == 0
+    with db.open_store(settings) as con:
+        after = snapshot(con)
+    assert after["facts"] == before["facts"]
+    assert after["fact_events"] == before["fact_events"]
+    assert after["fact_sources"] == before["fact_sources"]
+    assert after["llm_reviews"] == before["llm_reviews"]
+
+
+def test_dry_run_writes_nothing(settings) -> None:
+    seed(settings)
+    with db.open_store(settings) as con:
+        before = snapshot(con)
+    ctx = consolidate.StageContext(settings, USER, "run-dry", AS_OF, dry_run=True)
+    emb = from_settings(settings)
+    assert consolidate.extract(ctx, emb)["dry_run"] is True
+    assert consolidate.deprecate(ctx)["deprecated"] == 1
+    with db.open_store(settings) as con:
+        assert snapshot(con) == before
