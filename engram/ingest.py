@@ -70,7 +70,10 @@ def _parse_time(value: Any) -> datetime:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise ValueError("not a finite timestamp")
-        dt = datetime.fromtimestamp(value, tz=UTC)
+        try:
+            dt = datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError):
+            raise ValueError(f"timestamp {value} is out of range") from None
     elif isinstance(value, str) and value.strip():
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     else:
@@ -114,7 +117,7 @@ def _optional_str(value: Any, name: str) -> str | None:
 def _choice(value: Any, allowed: set[str], default: str) -> str:
     if value is None or value == "":
         return default
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"expected one of {sorted(allowed)}, got {value!r}")
     return value
 
@@ -176,12 +179,27 @@ def validate_record(raw: Mapping[str, Any], now: datetime, default_user: str | N
         is_summary=check("is_summary", _parse_bool) if raw.get("is_summary") is not None else False,
         summary_of=check("summary_of", _parse_tags) or None,
         pipeline=check("pipeline", _optional_str, "pipeline"),
-        metadata=json.dumps(metadata) if metadata else None,
+        metadata=_metadata_json(metadata),
     )
     row["id"] = check("id", _optional_str, "id") or stable_id(
         "ep", user_id, chash, created_at.isoformat()
     )
     return row
+
+
+def _metadata_json(metadata: dict[str, Any] | None) -> str | None:
+    if not metadata:
+        return None
+    try:  # datetimes (parquet structs) become ISO text; NaN/inf are not JSON
+        return json.dumps(metadata, default=_iso, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _FieldError("metadata", f"not JSON-serialisable: {exc}") from None
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
 @dataclass(frozen=True)
