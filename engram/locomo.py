@@ -47,7 +47,7 @@ def locomo_records(path: Path, user_prefix: str = "") -> list[dict[str, Any]]:
         data = [data]
     records: list[dict[str, Any]] = []
     for sample in data:
-        if not isinstance(sample, dict) or "conversation" not in sample:
+        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
             raise InvalidInput("file: each LoCoMo sample needs a 'conversation' object")
         sample_id = str(sample.get("sample_id", "conv"))
         conv = sample["conversation"]
@@ -56,8 +56,13 @@ def locomo_records(path: Path, user_prefix: str = "") -> list[dict[str, Any]]:
             if not match or not isinstance(turns, list):
                 continue
             session = int(match.group(1))
-            start = parse_session_time(conv[f"{key}_date_time"])
+            when = conv.get(f"{key}_date_time")
+            if not isinstance(when, str):
+                raise InvalidInput(f"{sample_id}.{key}_date_time: required session date")
+            start = parse_session_time(when)
             for offset, turn in enumerate(turns):
+                if not isinstance(turn, dict) or not turn.get("dia_id"):
+                    raise InvalidInput(f"{sample_id}.{key}[{offset}].dia_id: required")
                 text = turn_text(turn)
                 if not text:
                     continue
@@ -71,7 +76,9 @@ def locomo_records(path: Path, user_prefix: str = "") -> list[dict[str, Any]]:
                         "origin": "human",
                         "content": text,
                         "created_at": start + timedelta(seconds=offset),
-                        "metadata": {"dia_id": turn["dia_id"], "session": session},
+                        "metadata": {
+                            "dia_id": turn["dia_id"], "session": session, "session_date_time": when,
+                        },
                     }
                 )
     return records
