@@ -32,6 +32,7 @@ from engram.textnorm import content_hash, stable_id
 log = logging.getLogger(__name__)
 
 STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
+GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
 VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
 
 
@@ -89,7 +90,9 @@ def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str,
     scores = cent * (0.5 + 0.5 * np.array([self_containedness(s) for s in sentences]))
     best = int(np.argmax(scores))
     role = members["role"][best]
-    text = f"{role}: {sentences[best]}" if role else sentences[best]
+    # a named speaker makes the fact self-contained ("Caroline: I love hiking"); generic roles add nothing
+    named = role and role.lower() not in GENERIC_ROLES
+    text = f"{role}: {sentences[best]}" if named else sentences[best]
     return best, text, cent
 
 

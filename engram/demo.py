@@ -1,0 +1,58 @@
+"""The demo: sample data in, one nightly run, a short report and example searches out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from engram import db, embed
+from engram.embedding_queue import drain
+from engram.ingest import add_episodes, read_records
+from engram.report import run_report_markdown
+from engram.settings import Settings
+
+DEMO_USER = "demo"
+
+
+def run_demo(
+    settings: Settings,
+    sample: Path,
+    queries: Sequence[str],
+    run_nightly: Callable[[str | None, Any, bool, list[str] | None], dict[str, Any]],
+) -> dict[str, Any]:
+    """Ingest `sample`, embed, consolidate once through `run_nightly`, then search; returns report lines."""
+    numbers, records = read_records(sample)
+    ingested = add_episodes(records, settings, line_numbers=numbers)
+    embedder = embed.from_settings(settings)
+    embedded = drain(settings, embedder, "episodes", DEMO_USER)
+    result = run_nightly(DEMO_USER, None, False, None)
+    from datetime import datetime
+
+    lines = [
+        f"ingested {ingested.inserted} episode(s) ({ingested.duplicates} already stored) into {settings.db_path}",
+        f"embedded {embedded} episode(s) with {embedder.provider}/{embedder.model}",
+        "",
+        run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]), False, result["tenants"]),
+    ]
+    with db.open_store(settings) as con:
+        facts = db.query(con, "queries/demo_top_facts", user_id=DEMO_USER, limit=10)
+    lines.append("Top facts:")
+    lines += [f"  {r['confidence']:.3f}  {r['text']}  ({r['evidence_count']} episodes) [{r['id']}]"
+              for r in facts.to_dicts()]
+    searches = _searches(settings, queries)
+    for query, hits in searches.items():
+        lines += ["", f"search: {query}"]
+        lines += [f"  {h['score']:.3f} [{h['kind']}] {h['text']}" for h in hits] or ["  (no results)"]
+    lines += ["", f"Explain a fact: engram explain <fact id> --user {DEMO_USER}"]
+    return {"lines": lines, "run": result, "facts": facts.to_dicts(), "searches": searches}
+
+
+def _searches(settings: Settings, queries: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    from engram.query import search_memory
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for query in queries:
+        hits = search_memory(settings, query, user_id=DEMO_USER, limit=3)
+        out[query] = [{"score": h.score, "kind": h.kind, "text": h.text} for h in hits]
+    return out

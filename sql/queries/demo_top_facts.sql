@@ -1,0 +1,12 @@
+-- Returns the tenant's active facts, most confident first. Params: $user_id, $limit.
+select
+    f.id,
+    f.text,
+    round(f.confidence, 4) as confidence,
+    f.evidence_count
+from facts as f
+where f.user_id = $user_id
+    and f.status = 'active'
+    and not f.is_private
+order by f.confidence desc, f.id
+limit $limit
