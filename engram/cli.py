@@ -98,7 +98,8 @@ def ingest(
             numbers = None
         else:
             numbers, records = read_records(file, format)
-        result = add_episodes(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers)
+        result = add_episodes(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
+                              require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
             typer.echo(f"{file}: {err}", err=True)

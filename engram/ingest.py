@@ -122,7 +122,9 @@ def _choice(value: Any, allowed: set[str], default: str) -> str:
     return value
 
 
-def validate_record(raw: Mapping[str, Any], now: datetime, default_user: str | None = None) -> dict[str, Any]:
+def validate_record(
+    raw: Mapping[str, Any], now: datetime, default_user: str | None = None, require_created_at: bool = False
+) -> dict[str, Any]:
     """Turn one raw record into a storable episode row; raises (field, reason) as ValueError args."""
     if isinstance(raw, Malformed):
         raise _FieldError("json", raw.reason)
@@ -151,6 +153,9 @@ def validate_record(raw: Mapping[str, Any], now: datetime, default_user: str | N
         raise _FieldError("content", f"longer than {MAX_CONTENT_CHARS} characters")
     if "\x00" in content:
         raise _FieldError("content", "contains a NUL character")
+    if raw.get("created_at") in (None, "") and require_created_at:
+        # a file row stamped "now" would get a new id on every re-ingest, breaking idempotency
+        raise _FieldError("created_at", "required in files (re-ingesting must add nothing)")
     created_at = check("created_at", _parse_time) if raw.get("created_at") not in (None, "") else now
     metadata = raw.get("metadata")
     if isinstance(metadata, str) and metadata:
@@ -239,10 +244,12 @@ def add_episodes(
     embedding_model: str | None = None,
     con: db.Connection | None = None,
     line_numbers: list[int] | None = None,
+    require_created_at: bool = False,
 ) -> IngestResult:
     """Validate and append episodes. All-or-nothing unless skip_invalid; duplicates are skipped.
 
     Precomputed `embeddings` (one row per record, the active dimension) make rows active at once.
+    Rows without created_at are stamped now, unless require_created_at (file ingest) rejects them.
     """
     now = datetime.now(UTC).replace(tzinfo=None)
     records = list(records)
@@ -252,7 +259,9 @@ def add_episodes(
     numbers = line_numbers or list(range(1, len(records) + 1))
     for i, (number, raw) in enumerate(zip(numbers, records, strict=True)):
         try:
-            good.append(validate_record(raw, now, default_user=user_id))
+            good.append(
+                validate_record(raw, now, default_user=user_id, require_created_at=require_created_at)
+            )
             good_index.append(i)
         except _FieldError as exc:
             result.invalid.append(RowError(number, exc.field_name, exc.reason))
