@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     deprecate_below: float = bounded(0.3, 0.0, 1.0, "Facts below become deprecated.")
     passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs more than.")
 
+    # scheduling (deployments/serve.py)
+    nightly_cron: str = Field("0 3 * * *", description="Cron of the nightly deployment.")
+    nightly_timezone: str = Field("UTC", description="Time zone of the nightly cron (IANA name).")
+
     # logging
     no_log: bool = Field(False, description="Log counters only, nothing about content.")
     debug_content_logging: bool = Field(False, description="Allow memory text in debug logs.")
