@@ -16,6 +16,7 @@ from engram.settings import Settings
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_MAX_TOKENS = 256
 VOCAB_PATH = Path(__file__).resolve().parent / "resources" / "minilm_vocab.txt"
+GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
 
 
 class Embedder(Protocol):
@@ -125,7 +126,9 @@ class GeminiEmbedder:
         from google import genai
         from google.genai import types
 
-        http = types.HttpOptions(base_url=settings.gemini_base_url) if settings.gemini_base_url else None
+        http = types.HttpOptions(
+            base_url=settings.gemini_base_url, timeout=int(settings.llm_timeout_s * 1000)
+        )
         self._client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=http)
         self._types = types
         self.model = settings.embed_model
@@ -134,16 +137,22 @@ class GeminiEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        try:
-            result = self._client.models.embed_content(
-                model=self.model,
-                contents=texts,
-                config=self._types.EmbedContentConfig(output_dimensionality=self.dim),
-            )
-        except Exception as exc:  # network, auth, quota: all mean "not available now"
-            raise EmbedderUnavailable(f"gemini embed_content failed: {type(exc).__name__}") from exc
-        vectors = np.array([e.values for e in result.embeddings], dtype=np.float32)
-        return l2_normalize(validate_vectors(vectors, self.dim))
+        parts = []
+        for start in range(0, len(texts), GEMINI_MAX_BATCH):
+            chunk = texts[start : start + GEMINI_MAX_BATCH]
+            try:
+                result = self._client.models.embed_content(
+                    model=self.model,
+                    contents=chunk,
+                    config=self._types.EmbedContentConfig(output_dimensionality=self.dim),
+                )
+                vectors = np.array([e.values for e in result.embeddings or []], dtype=np.float32)
+            except Exception as exc:  # network, auth, quota, bad reply: all mean "not available now"
+                raise EmbedderUnavailable(f"gemini embed_content failed: {type(exc).__name__}") from exc
+            if vectors.shape[0] != len(chunk):
+                raise EmbedderUnavailable(f"gemini returned {vectors.shape[0]} vectors for {len(chunk)} texts")
+            parts.append(validate_vectors(vectors, self.dim, field="gemini embedding"))
+        return l2_normalize(np.vstack(parts))
 
 
 class SentenceTransformerEmbedder:
