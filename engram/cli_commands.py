@@ -9,6 +9,7 @@ import typer
 # One line per command module; keep this list the only place that knows them all.
 COMMAND_MODULES: list[str] = [
     "engram.cli_consolidate",
+    "engram.cli_checks",
 ]
 
 
