@@ -1,0 +1,56 @@
+"""Symbolic filters: fetch candidate rows by id with status, confidence, privacy, tag and time filters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engram import db
+
+CANDIDATE_QUERIES = {
+    "episodes": "queries/query_episode_candidates",
+    "facts": "queries/query_fact_candidates",
+    "kg_entities": "queries/query_kg_entity_candidates",
+}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a row must satisfy to be returned, whatever ranked it."""
+
+    user_id: str
+    now: datetime
+    as_of: datetime | None = None
+    include_private: bool = False
+    include_tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    kinds: tuple[str, ...] | None = None
+    min_confidence: float = 0.3
+    decay_rate: float = 0.01
+
+    @property
+    def at(self) -> datetime:
+        """The time the query answers for."""
+        return self.as_of or self.now
+
+
+def fetch(con: db.Connection, table: str, ids: list[str], f: Filters) -> dict[str, dict[str, Any]]:
+    """The rows among `ids` of `table` that pass the filters, keyed by id."""
+    if not ids:
+        return {}
+    common: dict[str, Any] = {"user_id": f.user_id, "ids": ids, "include_tags": list(f.include_tags)}
+    if table == "episodes":
+        params = common | {
+            "include_private": f.include_private, "exclude_tags": list(f.exclude_tags),
+            "kinds": list(f.kinds) if f.kinds is not None else None, "as_of": f.as_of,
+        }
+    elif table == "facts":
+        params = common | {
+            "include_private": f.include_private, "exclude_tags": list(f.exclude_tags),
+            "as_of": f.as_of, "now": f.now, "rate": f.decay_rate, "min_confidence": f.min_confidence,
+        }
+    else:
+        params = common | {"min_confidence": f.min_confidence}
+    frame = db.query(con, CANDIDATE_QUERIES[table], **params)
+    return {row["id"]: row for row in frame.iter_rows(named=True)}

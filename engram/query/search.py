@@ -1,0 +1,240 @@
+"""Active search: hybrid (BM25 + vector, reciprocal rank fusion) over facts and episodes."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from engram import db
+from engram.errors import InvalidInput
+from engram.query import candidates
+from engram.query.common import (
+    as_naive_utc, embed_query, recency, require_int, require_tags, require_text, utcnow,
+)
+from engram.query.vector_index import CACHE, TableIndex
+from engram.settings import Settings
+from engram.textnorm import content_hash
+
+log = logging.getLogger(__name__)
+
+SEARCH_TYPES = {"facts": ("facts",), "episodes": ("episodes",), "both": ("facts", "episodes")}
+METHODS = ("hybrid", "vector", "lexical")
+MODES = ("active", "passive")
+# Fusion constants, chosen on the LoCoMo development split (bench/locomo.py) and kept general:
+# a small RRF k rewards agreement at the top; lexical evidence weighs a bit more than MiniLM cosine
+# on conversational text; a turn borrows a quarter of its session neighbours' scores, because an
+# answer often sits next to the turn that shares the question's words.
+RRF_K = 10
+RRF_WEIGHT_LEXICAL = 1.0
+RRF_WEIGHT_VECTOR = 0.8
+CONTEXT_WEIGHT = 0.25
+DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best is kept
+EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
+MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per table
+
+
+@dataclass
+class Hit:
+    """One search result."""
+
+    id: str
+    table: str
+    text: str
+    score: float
+    similarity: float | None
+    relevance: float
+    confidence: float
+    recency: float
+    lexical_score: float
+    created_at: datetime | None
+    content_hash: str
+    tags: list[str] = field(default_factory=list)
+    status: str | None = None
+    role: str | None = None
+    session_id: str | None = None
+    kind: str | None = None
+    claim_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = asdict(self)
+        out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        return out
+
+
+def search_memory(
+    query: str,
+    search_type: str = "both",
+    limit: int | None = None,
+    user_id: str | None = None,
+    as_of: datetime | str | None = None,
+    *,
+    settings: Settings,
+    con: db.Connection | None = None,
+    mode: str = "active",
+    method: str = "hybrid",
+    include_private: bool = False,
+    include_tags: list[str] | None = None,
+    exclude_tags: list[str] | None = None,
+    kinds: list[str] | None = None,
+    embedder: Any = None,
+) -> list[Hit]:
+    """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
+    require_text(query, "query")
+    require_text(user_id, "user_id", 512)
+    if search_type not in SEARCH_TYPES:
+        raise InvalidInput(f"search_type: expected one of {sorted(SEARCH_TYPES)}, got {search_type!r}")
+    if method not in METHODS:
+        raise InvalidInput(f"method: expected one of {list(METHODS)}, got {method!r}")
+    if mode not in MODES:
+        raise InvalidInput(f"mode: expected one of {list(MODES)}, got {mode!r}")
+    limit = require_int(settings.top_k if limit is None else limit, "limit", 1, 100)
+    filters = candidates.Filters(
+        user_id=user_id, now=utcnow(), as_of=as_naive_utc(as_of),
+        include_private=bool(include_private),
+        include_tags=tuple(require_tags(include_tags, "include_tags")),
+        exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),
+        kinds=tuple(require_tags(kinds, "kinds")) if kinds is not None else None,
+        min_confidence=settings.deprecate_below if mode == "active" else settings.passive_min_confidence,
+        decay_rate=settings.decay_rate,
+    )
+    qvec = None
+    if method != "lexical":
+        vectors, embedder = embed_query(settings, [query], embedder)
+        qvec = vectors[0]
+    elif embedder is None:
+        from engram import embed as embedders
+
+        embedder = embedders.from_settings(settings)
+    if con is None:
+        with db.open_store(settings) as own:
+            return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
+    return _search(con, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
+
+
+def _search(
+    con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
+    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str,
+) -> list[Hit]:
+    hits: list[Hit] = []
+    for table in tables:
+        index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+        hits.extend(search_table(con, settings, index, query, qvec, limit, f, method))
+    hits.sort(key=lambda h: (-h.score, h.table, h.id))
+    log.info("search: %d hit(s) from %s", min(len(hits), limit), ",".join(tables))
+    return hits[:limit]
+
+
+def search_table(
+    con: db.Connection, settings: Settings, index: TableIndex, query: str, qvec: np.ndarray | None,
+    limit: int, f: candidates.Filters, method: str = "hybrid",
+) -> list[Hit]:
+    """Rank one table: candidates from both rankings, symbolic filters, fusion, diversity."""
+    if index.n == 0:
+        return []
+    context = CONTEXT_WEIGHT if index.table == "episodes" else 0.0
+    lex = index.lexical_scores(query, context) if method != "vector" else None
+    cap = max(min(settings.db_limit, index.n), 1)
+    want = min(max(MIN_CANDIDATES, 4 * limit), cap)
+    while True:
+        rows = _candidate_rows(index, qvec, lex, want, context, method)
+        kept = candidates.fetch(con, index.table, [index.ids[r] for r in rows], f)
+        if len(kept) >= 2 * limit or want >= cap:
+            break
+        want = min(want * 4, cap)
+    if not kept:
+        return []
+    return _rank(index, kept, qvec, lex, limit, f, settings, context, method)
+
+
+def _candidate_rows(
+    index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: float, method: str,
+) -> list[int]:
+    rows: set[int] = set()
+    if method != "lexical" and qvec is not None:
+        top, _ = index.vector_top(qvec, want, context)
+        rows.update(top.tolist())
+    if lex is not None:
+        pos = np.flatnonzero(lex > 0)
+        if len(pos) > want:
+            pos = pos[np.argpartition(-lex[pos], want - 1)[:want]]
+        rows.update(pos.tolist())
+    return sorted(rows)
+
+
+def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """1-based rank by descending key among eligible entries; 0 where not eligible."""
+    ranks = np.zeros(len(keys), dtype=np.int64)
+    idx = np.flatnonzero(eligible)
+    order = idx[np.argsort(-keys[idx], kind="stable")]
+    ranks[order] = np.arange(1, len(order) + 1)
+    return ranks
+
+
+def _rank(
+    index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
+    limit: int, f: candidates.Filters, settings: Settings, context: float, method: str,
+) -> list[Hit]:
+    ids = sorted(kept)
+    pos = np.array([index.pos[i] for i in ids], dtype=np.int64)
+    has_vec = index.vec_row[pos] >= 0
+    if qvec is not None:
+        sims = index.similarities(qvec, pos)
+        ctx = sims.copy()
+        if context > 0:
+            for nb in (index.prev[pos], index.next[pos]):
+                ok = nb >= 0
+                ctx[ok] += context * index.similarities(qvec, nb[ok])
+    else:
+        sims = ctx = np.zeros(len(pos), dtype=np.float32)
+    conf = np.array([float(kept[i].get("confidence", EPISODE_CONFIDENCE) or 0.0) for i in ids])
+    rec = np.array([recency(kept[i].get("created_at"), f.at) for i in ids])
+    relevance = settings.weight_similarity * ctx + settings.weight_confidence * conf + settings.weight_recency * rec
+    lex_scores = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
+    score = np.zeros(len(pos))
+    if method != "lexical":
+        vrank = _ranks(relevance, has_vec)
+        score += np.where(vrank > 0, RRF_WEIGHT_VECTOR / (RRF_K + vrank), 0.0)
+    if method != "vector":
+        lrank = _ranks(lex_scores, lex_scores > 0)
+        score += np.where(lrank > 0, RRF_WEIGHT_LEXICAL / (RRF_K + lrank), 0.0)
+    if method == "vector":
+        score = np.where(has_vec, relevance, 0.0)
+    order = np.argsort(-score, kind="stable")
+    hits: list[Hit] = []
+    kept_vecs: list[np.ndarray] = []
+    kept_hashes: set[str] = set()
+    for j in order:
+        if score[j] <= 0 or len(hits) >= limit:
+            break
+        row = kept[ids[j]]
+        vr = index.vec_row[pos[j]]
+        vec = index.matrix[vr] if vr >= 0 else None
+        chash = row.get("content_hash") or content_hash(row["text"])
+        row["content_hash"] = chash
+        if chash in kept_hashes:
+            continue
+        if vec is not None and any(float(vec @ other) >= DIVERSITY_COSINE for other in kept_vecs):
+            continue
+        kept_hashes.add(chash)
+        if vec is not None:
+            kept_vecs.append(vec)
+        hits.append(_hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
+                         float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j])))
+    return hits
+
+
+def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,
+         conf: float, rec: float, lex: float) -> Hit:
+    return Hit(
+        id=row["id"], table=table, text=row["text"], score=round(score, 6),
+        similarity=None if sim is None else round(sim, 6), relevance=round(relevance, 6),
+        confidence=round(conf, 6), recency=round(rec, 6), lexical_score=round(lex, 6),
+        created_at=row.get("created_at"), content_hash=row.get("content_hash") or "",
+        tags=list(row.get("tags") or []), status=row.get("status"), role=row.get("role"),
+        session_id=row.get("session_id"), kind=row.get("kind"), claim_type=row.get("claim_type"),
+    )

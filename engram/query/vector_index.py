@@ -1,0 +1,202 @@
+"""In-memory search index per (store, tenant, table, model, dim), rebuilt when the store changes.
+
+Vectors are served from a cached float32 matrix instead of being re-read from DuckDB per query;
+above EXACT_LIMIT rows a 1-bit sign sketch pre-selects candidates that are then rescored exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engram import db
+from engram.query.lexical import BM25, tokenize
+
+log = logging.getLogger(__name__)
+
+TABLES = ("episodes", "facts", "kg_entities")
+EXACT_LIMIT = 200_000       # up to this many vectors a query is one exact matmul
+SKETCH_RESCORE = 4_000      # sketch candidates rescored exactly above EXACT_LIMIT
+MAX_CACHED = 64             # indexes kept per process (least recently used dropped)
+
+
+@dataclass
+class TableIndex:
+    """The rows of one table of one tenant: ids, texts' BM25, vectors of the active embedder."""
+
+    table: str
+    signature: tuple
+    ids: list[str]
+    texts: list[str] | None
+    matrix: np.ndarray          # float32 [n_vec, dim], rows L2-normalised
+    vec_row: np.ndarray         # int64 [n]: row of matrix or -1 when the row has no usable vector
+    vec_pos: np.ndarray         # int64 [n_vec]: position of each matrix row in ids
+    prev: np.ndarray            # int64 [n]: previous row of the same session, or -1
+    next: np.ndarray            # int64 [n]: next row of the same session, or -1
+    pos: dict[str, int] = field(default_factory=dict)
+    _bm25: BM25 | None = None
+    _sketch: np.ndarray | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def n(self) -> int:
+        """Number of rows (embedded or not)."""
+        return len(self.ids)
+
+    @property
+    def bm25(self) -> BM25:
+        """BM25 over every row's text, built on first lexical use."""
+        with self._lock:
+            if self._bm25 is None:
+                self._bm25 = BM25([tokenize(t) for t in self.texts or []])
+                self.texts = None  # tokens live in the postings now
+            return self._bm25
+
+    def similarities(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact cosine of the query with the given rows (0 for rows without a vector)."""
+        out = np.zeros(len(rows), dtype=np.float32)
+        vr = self.vec_row[rows]
+        has = vr >= 0
+        if has.any():
+            out[has] = self.matrix[vr[has]] @ qvec
+        return out
+
+    def vector_top(self, qvec: np.ndarray, want: int, context: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """The `want` best rows by (context-smoothed) cosine: (row positions, scores), best first.
+
+        With context > 0 a row's score adds context x the cosine of its neighbours in the session.
+        """
+        n_vec = self.matrix.shape[0]
+        if n_vec == 0 or want <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if n_vec <= EXACT_LIMIT:
+            sims = self.matrix @ qvec
+            rows = self.vec_pos
+        else:
+            sketch_rows = self._sketch_top(qvec, max(SKETCH_RESCORE, 20 * want))
+            rows = self.vec_pos[sketch_rows]
+            sims = self.matrix[sketch_rows] @ qvec
+        if context > 0:
+            full = np.zeros(self.n, dtype=np.float32)
+            full[rows] = sims
+            # neighbours outside `rows` (sketch path) are scored exactly as well
+            nb = np.unique(np.concatenate([self.prev[rows], self.next[rows]]))
+            nb = nb[(nb >= 0)]
+            missing = nb[full[nb] == 0]
+            if len(missing):
+                full[missing] = self.similarities(qvec, missing)
+            sims = sims + context * (_gather(full, self.prev[rows]) + _gather(full, self.next[rows]))
+        k = min(want, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return rows[top].astype(np.int64), sims[top].astype(np.float32)
+
+    def lexical_scores(self, query: str, context: float = 0.0) -> np.ndarray:
+        """BM25 of every row for the query, optionally smoothed with session neighbours."""
+        scores = self.bm25.score(tokenize(query))
+        if context > 0 and scores.size:
+            scores = scores + context * (_gather(scores, self.prev) + _gather(scores, self.next))
+        return scores
+
+    def _sketch_top(self, qvec: np.ndarray, want: int) -> np.ndarray:
+        with self._lock:
+            if self._sketch is None:
+                self._sketch = np.packbits(self.matrix > 0, axis=1)
+        qbits = np.packbits(qvec > 0)
+        distance = np.bitwise_count(np.bitwise_xor(self._sketch, qbits)).sum(axis=1, dtype=np.int32)
+        want = min(want, len(distance))
+        return np.argpartition(distance, want - 1)[:want]
+
+
+def _gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(idx), dtype=np.float32)
+    ok = idx >= 0
+    out[ok] = values[idx[ok]]
+    return out
+
+
+def _neighbours(sessions: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    n = len(sessions)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    for i in range(1, n):
+        if sessions[i] is not None and sessions[i] == sessions[i - 1]:
+            prev[i] = i - 1
+            nxt[i - 1] = i
+    return prev, nxt
+
+
+def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple) -> TableIndex:
+    """Read one table of one tenant into a TableIndex."""
+    arrow = db.query_arrow(con, f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim)
+    ids = arrow.column("id").to_pylist()
+    sessions = arrow.column("session_id").to_pylist()
+    emb = arrow.column("embedding").combine_chunks()
+    valid = np.asarray(emb.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if len(emb) and valid.any():
+        present = emb.filter(pa.array(valid))
+        flat = present.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        matrix = np.ascontiguousarray(flat.reshape(len(present), dim))
+    else:
+        matrix = np.zeros((0, dim), dtype=np.float32)
+    vec_pos = np.flatnonzero(valid).astype(np.int64)
+    vec_row = np.full(len(ids), -1, dtype=np.int64)
+    vec_row[vec_pos] = np.arange(len(vec_pos))
+    prev, nxt = _neighbours(sessions)
+    return TableIndex(
+        table=table, signature=signature, ids=ids, texts=arrow.column("text").to_pylist(),
+        matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
+        pos={i: p for p, i in enumerate(ids)},
+    )
+
+
+class IndexCache:
+    """Process-wide cache of TableIndex objects, checked against a cheap signature query per use."""
+
+    def __init__(self, max_entries: int = MAX_CACHED) -> None:
+        self._entries: OrderedDict[tuple, TableIndex] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.builds = 0
+
+    def get(self, con: db.Connection, db_path: Path | str, table: str, user_id: str, model: str, dim: int) -> TableIndex:
+        """The current index of (tenant, table) for vectors of (model, dim); rebuilt if the rows changed."""
+        if table not in TABLES:
+            raise ValueError(f"table: unknown {table!r}")
+        signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+        key = (str(Path(db_path).resolve()), user_id, table, model, dim)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.signature == signature:
+                self._entries.move_to_end(key)
+                return entry
+        index = build_index(con, table, user_id, model, dim, signature)
+        log.info("built %s index: %d rows, %d vectors", table, index.n, index.matrix.shape[0])
+        with self._lock:
+            self.builds += 1
+            self._entries[key] = index
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return index
+
+    def clear(self) -> None:
+        """Drop every cached index."""
+        with self._lock:
+            self._entries.clear()
+
+
+# One cache per process, like embed._minilm: the point is to survive between queries.
+CACHE = IndexCache()
+
+
+def describe(index: TableIndex) -> dict[str, Any]:
+    """Counts of an index, for diagnostics."""
+    return {"table": index.table, "rows": index.n, "vectors": int(index.matrix.shape[0])}

@@ -1,0 +1,35 @@
+-- Returns the facts among $ids of the tenant that pass the symbolic filters, with their effective
+-- (decayed) confidence at the query time: without $as_of, active facts valid now; with $as_of, the
+-- facts valid then (active or since superseded). Confidence must exceed $min_confidence.
+-- Params: $user_id, $ids, $include_private, $include_tags, $exclude_tags, $as_of (null = now), $now,
+-- $rate, $min_confidence.
+select
+    f.id,
+    f.text,
+    f.claim_type,
+    f.category,
+    effective_confidence(f.confidence, f.confidence_at, coalesce($as_of::timestamp, $now::timestamp), $rate)
+        as confidence,
+    f.status,
+    f.created_at,
+    f.asserted_at,
+    f.valid_from,
+    f.valid_to,
+    f.tags,
+    f.content_hash,
+    f.visibility,
+    f.is_private
+from facts as f
+where f.user_id = $user_id
+    and list_contains($ids::varchar[], f.id)
+    and (
+        ($as_of::timestamp is null and f.status = 'active')
+        or ($as_of::timestamp is not null and f.status in ('active', 'superseded'))
+    )
+    and coalesce(f.valid_from, f.asserted_at) <= coalesce($as_of::timestamp, $now::timestamp)
+    and (f.valid_to is null or f.valid_to > coalesce($as_of::timestamp, $now::timestamp))
+    and ($include_private or (not f.is_private and f.visibility <> 'private'))
+    and (len($include_tags::varchar[]) = 0 or list_has_any(f.tags, $include_tags::varchar[]))
+    and not list_has_any(f.tags, $exclude_tags::varchar[])
+    and effective_confidence(f.confidence, f.confidence_at, coalesce($as_of::timestamp, $now::timestamp), $rate)
+        > $min_confidence

@@ -1,0 +1,13 @@
+-- Returns every episode of the tenant for the in-memory index: id, searchable text ("role: content"),
+-- session_id, and the vector only when it was made by the active embedder. Ordered by session and
+-- time so neighbouring turns sit next to each other. Params: $user_id, $model, $dim.
+select
+    e.id,
+    coalesce(e.role || ': ', '') || e.content as text,
+    e.session_id,
+    case
+        when e.embedding_model = $model and e.embedding_dim = $dim then e.embedding
+    end as embedding
+from episodes as e
+where e.user_id = $user_id
+order by e.session_id nulls last, e.created_at, e.id
