@@ -23,5 +23,13 @@ where i.rn_id = 1
         select 1
         from episodes as e
         where e.user_id = i.user_id
-            and (e.id = i.id or (e.content_hash = i.content_hash and e.created_at = i.created_at))
+            and e.id = i.id
+    )
+    -- a separate anti-join (not an OR above) so DuckDB hash-joins instead of comparing every pair
+    and not exists (
+        select 1
+        from episodes as e
+        where e.user_id = i.user_id
+            and e.content_hash = i.content_hash
+            and e.created_at = i.created_at
     )
