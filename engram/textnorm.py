@@ -8,12 +8,16 @@ import unicodedata
 from blake3 import blake3
 
 _WS = re.compile(r"\s+")
+_CC = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc, exactly
 
 
 def normalize(text: str) -> str:
     """NFKC, lowercase, control characters removed, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(ch if not unicodedata.category(ch).startswith("C") else " " for ch in text)
+    text = _CC.sub(" ", unicodedata.normalize("NFKC", text).lower())
+    # isprintable() is False for every other category-C character (and for separators, which the
+    # slow path keeps): only such rare texts pay for the per-character scan. Same result either way.
+    if not text.isprintable():
+        text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in text)
     return _WS.sub(" ", text).strip()
 
 
