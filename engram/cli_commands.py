@@ -10,6 +10,7 @@ import typer
 COMMAND_MODULES: list[str] = [
     "engram.cli_consolidate",
     "engram.cli_checks",
+    "engram.cli_thought",
 ]
 
 

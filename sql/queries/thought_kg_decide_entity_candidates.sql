@@ -1,0 +1,8 @@
+-- Sets the decision ($status: approved | rejected) on the tenant's entity candidates in $ids.
+-- Params: $user_id, $ids (varchar[]), $status, $now.
+update kg_entity_candidates as c
+set
+    status = $status,
+    decided_at = $now
+where c.user_id = $user_id
+    and c.id in (select unnest($ids::varchar[]))
