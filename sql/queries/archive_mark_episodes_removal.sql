@@ -1,0 +1,9 @@
+-- Sets status 'removal' (and status_changed_at) on the tenant's episodes among $ids that are not
+-- already marked. Params: $user_id, $ids (varchar[]), $now.
+update episodes
+set
+    status = 'removal',
+    status_changed_at = $now
+where user_id = $user_id
+    and list_contains($ids, id)
+    and status <> 'removal'
