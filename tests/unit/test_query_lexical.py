@@ -1,0 +1,42 @@
+"""BM25 and tokenisation of the query module."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engram.query.lexical import BM25, tokenize
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("What did Caroline research?", ["carolin", "research"]),
+        ("Running, runs and ran!", ["run", "run", "ran"]),
+        ("The adoption agencies", ["adopt", "agenc"]),
+        ("", []),
+    ],
+)
+def test_tokenize_stems_and_drops_stopwords(text, tokens):
+    assert tokenize(text) == tokens
+
+
+def test_bm25_prefers_rare_terms_and_shorter_documents():
+    docs = [tokenize(t) for t in [
+        "the cat sat on the mat",
+        "the cat",
+        "a dog barked at the mailman all morning long",
+        "zebra",
+    ]]
+    bm = BM25(docs)
+    cat = bm.score(tokenize("cat"))
+    assert cat[1] > cat[0] > 0 and cat[2] == 0 and cat[3] == 0
+    both = bm.score(tokenize("cat zebra"))
+    assert both[3] > both[1]  # zebra is rarer than cat
+    assert bm.score(tokenize("unicorn")).tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_bm25_empty_corpus():
+    bm = BM25([])
+    assert bm.score(["x"]).shape == (0,)
+    assert np.all(BM25([[]]).score(["x"]) == 0)

@@ -1,0 +1,62 @@
+"""The in-memory vector index: exact and sketch paths, session-neighbour context."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engram.query import vector_index
+from engram.query.vector_index import TableIndex, _neighbours
+
+
+def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has=None) -> TableIndex:
+    n = matrix.shape[0]
+    has = np.ones(n, dtype=bool) if has is None else np.asarray(has)
+    vec_pos = np.flatnonzero(has)
+    vec_row = np.full(n, -1)
+    vec_row[vec_pos] = np.arange(len(vec_pos))
+    prev, nxt = _neighbours(sessions or [None] * n)
+    return TableIndex("episodes", (), [f"r{i}" for i in range(n)], ["x"] * n,
+                      np.ascontiguousarray(matrix[has]), vec_row, vec_pos, prev, nxt)
+
+
+def unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    m = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_neighbours_stay_inside_a_session():
+    prev, nxt = _neighbours(["a", "a", "b", None, None])
+    assert prev.tolist() == [-1, 0, -1, -1, -1]
+    assert nxt.tolist() == [1, -1, -1, -1, -1]
+
+
+def test_vector_top_is_exact_and_skips_rows_without_vectors():
+    m = unit_rows(50, 16)
+    idx = make_index(m, has=[i % 5 != 0 for i in range(50)])
+    q = m[11]
+    rows, scores = idx.vector_top(q, 5)
+    assert rows[0] == 11 and scores[0] > 0.999
+    assert all(r % 5 != 0 for r in rows)
+    assert np.all(np.diff(scores) <= 0)
+    assert idx.similarities(q, np.array([10, 11]))[0] == 0.0
+
+
+def test_context_lifts_the_neighbour_of_a_strong_match():
+    m = np.eye(6, 8, dtype=np.float32)
+    idx = make_index(m, sessions=["s", "s", "s", "s", "t", "t"])
+    rows, scores = idx.vector_top(m[3], 3, context=0.5)
+    assert rows.tolist()[:2] == [3, 2]  # row 4 is in another session: it borrows nothing
+    assert scores.tolist() == [1.0, 0.5, 0.0]
+
+
+def test_sketch_path_agrees_with_exact(monkeypatch):
+    m = unit_rows(3000, 64, seed=1)
+    q = m[7] + 0.05 * unit_rows(1, 64, seed=2)[0]
+    q /= np.linalg.norm(q)
+    idx = make_index(m)
+    exact, _ = idx.vector_top(q, 10)
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 100)
+    monkeypatch.setattr(vector_index, "SKETCH_RESCORE", 600)
+    approx, _ = idx.vector_top(q, 10)
+    assert approx[0] == exact[0] == 7
+    assert len(set(approx) & set(exact)) >= 8
