@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engram import db
+from engram import db, fact_ops
 from engram.errors import InvalidInput
 from engram.llm import FakeLLM, LLMUnavailable, read_data_block
 from engram.llm_fake_rules import rule_based_responder
@@ -347,3 +347,19 @@ def test_person_merge_needs_a_winner_from_the_case(settings: Settings) -> None:
     decide_review(settings, rid, "merge", winner="m1", now=NOW)
     with db.open_store(settings) as con:
         assert facts_of(con, U)["m2"][1:3] == ("merged_into", "m1")
+
+
+def test_resolve_run_is_reversible_through_fact_ops(settings: Settings, coffee: str) -> None:
+    with db.open_store(settings) as con:
+        add_facts(con, U, [{"id": "m1", "text": "Alice lives in Berlin", "confidence": 0.5},
+                           {"id": "m2", "text": "Alice lives in Berlin now", "confidence": 0.55}])
+        merge_case(con, U, ["m1", "m2"])
+        before = facts_of(con, U)
+    assert resolve_pending(settings, fake(), U, RUN, NOW)["applied"] == 2
+    with db.open_store(settings) as con, db.transaction(con):
+        assert facts_of(con, U) != before
+        fact_ops.revert_run(con, U, RUN, NOW)
+        after = facts_of(con, U)
+    # confidence, status and merge pointer come back (revert_run leaves valid_to as it was set)
+    assert {k: (pytest.approx(v[0]), v[1], v[2]) for k, v in before.items()} == {
+        k: v[:3] for k, v in after.items()}
