@@ -265,12 +265,13 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                 fact_ids[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
                 evidence_delta=k, reinforced=True))
         changed = created | {fact_ids[f] for f in per_fact}
-        # contradictions: changed facts vs all active facts, similar but opposite valence
-        contra_changes, reviews = _contradictions(ctx, facts, fvecs, new_conf, changed)
+        # one similarity search of changed facts vs all active facts serves contradiction and merge
+        pairs = _fact_pairs(ctx, facts, fvecs, changed, min(s.contradiction_threshold, s.merge_threshold))
+        contra_changes, reviews = _contradictions(ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)))
         counts.update(reinforced=len(support_changes),
                       supports=sum(r["relation"] == "supports" for r in support_rows),
                       against=sum(r["relation"] == "contradicts" for r in support_rows),
-                      contradictions=len(reviews), penalised=len(contra_changes))
+                      similar_pairs=pairs.height, contradictions=len(reviews), penalised=len(contra_changes))
 
         def write(con: db.Connection) -> None:
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
@@ -278,60 +279,72 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                 support_rows, schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String, "similarity": pl.Float64}))
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, contra_changes, ctx.as_of)
             queue_reviews(con, reviews)
+            store_pairs(con, ctx, pairs)
 
         return counts, write
 
     return run_stage(ctx, "confidence", body)
 
 
-def _conflicting_pairs(
+PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float64, "conflict": pl.String}
+
+
+def _fact_pairs(
     ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
-) -> tuple[list[tuple[int, int, float]], list[tuple[int, int, float, str]]]:
-    """Similar pairs (changed vs all) split into agreeing pairs and conflicting ones (with the reason)."""
+) -> pl.DataFrame:
+    """Similar pairs (changed facts vs all active facts, fact_a < fact_b) with their valence conflict."""
     if not changed or facts.height < 2:
-        return [], []
+        return pl.DataFrame(schema=PAIR_SCHEMA)
     ids = facts["id"].to_list()
     rows = [i for i, fid in enumerate(ids) if fid in changed]
     qi, cj, sim = similar_pairs(fvecs[rows], fvecs, threshold)
-    pairs = {}
+    found: dict[tuple[str, str], float] = {}
     for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
-        i = rows[q]
-        if i != j:
-            pairs[(min(i, j), max(i, j))] = c
-    if not pairs:
-        return [], []
+        a, b = ids[rows[q]], ids[j]
+        if a != b:
+            found[(min(a, b), max(a, b))] = c
+    if not found:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
     with db.open_store(ctx.settings) as con:
-        texts = _fact_texts(con, ctx.user_id, [ids[i] for p in pairs for i in p])
-    agree, conflict = [], []
-    for (i, j), c in sorted(pairs.items()):
-        why = valence_conflict(texts[ids[i]], texts[ids[j]])
-        (conflict if why else agree).append((i, j, c, why) if why else (i, j, c))
-    return agree, conflict
+        texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
+    return pl.DataFrame(
+        [(a, b, c, valence_conflict(texts[a], texts[b])) for (a, b), c in sorted(found.items())],
+        schema=PAIR_SCHEMA, orient="row",
+    )
+
+
+def store_pairs(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> None:
+    """Keep this run's similar pairs for the merge stage (older runs' pairs are dropped)."""
+    db.execute(con, "queries/delete_old_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
+    if pairs.height:
+        with db.registered(con, "incoming_pairs", pairs.to_arrow()):
+            db.execute(con, "queries/replace_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
 
 
 def _contradictions(
-    ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, conf: np.ndarray, changed: set[str]
+    ctx: StageContext, pairs: pl.DataFrame, conf: dict[str, float]
 ) -> tuple[list[fact_ops.FactChange], list[dict[str, Any]]]:
-    _, conflict = _conflicting_pairs(ctx, facts, fvecs, changed, ctx.settings.contradiction_threshold)
-    if not conflict:
+    """Halve both sides of each new contradiction (once per fact per run) and queue it for review."""
+    conflict = pairs.filter(pl.col("conflict").is_not_null()
+                            & (pl.col("similarity") > ctx.settings.contradiction_threshold))
+    if conflict.height == 0:
         return [], []
-    ids = facts["id"].to_list()
     with db.open_store(ctx.settings) as con:
         seen = _existing_pairs(con, ctx.user_id, "contradiction")
-    penalised: dict[int, str] = {}
+    penalised: dict[str, str] = {}
     reviews = []
-    for i, j, c, why in conflict:
-        pair = frozenset((ids[i], ids[j]))
+    for a, b, c, why in conflict.iter_rows():
+        pair = frozenset((a, b))
         if pair in seen:
             continue
         seen.add(pair)
-        penalised.setdefault(i, ids[j])
-        penalised.setdefault(j, ids[i])
+        penalised.setdefault(a, b)
+        penalised.setdefault(b, a)
         reviews.append(_review(ctx, "contradiction", sorted(pair), f"{why}; cos {c:.3f}"))
     changes = [
-        fact_ops.FactChange(ids[i], "contradicted", "contradiction penalty: confidence halved",
-                            confidence=float(conf[i]) / 2, related_fact_id=other)
-        for i, other in sorted(penalised.items())
+        fact_ops.FactChange(fid, "contradicted", "contradiction penalty: confidence halved",
+                            confidence=conf[fid] / 2, related_fact_id=other)
+        for fid, other in sorted(penalised.items())
     ]
     return changes, reviews
 
@@ -359,26 +372,44 @@ def queue_reviews(con: db.Connection, reviews: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- merge
 
 
+def _ensure_pairs(ctx: StageContext, embedder: Embedder) -> None:
+    """When this run's confidence stage did not run (stages chosen by hand), search the pairs now."""
+    with db.open_store(ctx.settings) as con:
+        if completed_counts(con, ctx.run_id, ctx.user_id, "confidence") is not None:
+            return
+        changed = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+    facts, fvecs, _ = _fact_matrix(ctx, embedder)
+    pairs = _fact_pairs(ctx, facts, fvecs, changed, ctx.settings.merge_threshold)
+    if not ctx.dry_run:
+        with db.open_store(ctx.settings) as con, db.transaction(con):
+            store_pairs(con, ctx, pairs)
+
+
 def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
     """Merge near-duplicates among changed facts vs all active facts; ambiguous ones are queued."""
     s = ctx.settings
 
     def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
-        facts, fvecs, conf_now = _fact_matrix(ctx, embedder)
+        _ensure_pairs(ctx, embedder)
         with db.open_store(s) as con:
-            changed = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+            pairs = db.query(con, "queries/run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id,
+                             as_of=ctx.as_of, rate=s.decay_rate)
             contradicted = _existing_pairs(con, ctx.user_id, "contradiction")
             queued = _existing_pairs(con, ctx.user_id, "merge")
-        agree, conflict = _conflicting_pairs(ctx, facts, fvecs, changed, s.merge_threshold)
-        ids = facts["id"].to_list()
-        conflicting = {frozenset((ids[i], ids[j])) for i, j, _, _ in conflict} | contradicted
-        edges = [(ids[i], ids[j]) for i, j, _ in agree if frozenset((ids[i], ids[j])) not in conflicting]
-        comps = components(edges)
-        index = {fid: n for n, fid in enumerate(ids)}
-        infos = {
-            fid: FactInfo(fid, float(conf_now[index[fid]]), facts["category"][index[fid]], index[fid])
-            for comp in comps for fid in comp
-        }
+        similar = pairs.filter(pl.col("similarity") > s.merge_threshold)
+        conflicting = {frozenset((r["fact_a"], r["fact_b"])) for r in similar.filter(
+            pl.col("conflict").is_not_null()).iter_rows(named=True)} | contradicted
+        agree = [(r["fact_a"], r["fact_b"]) for r in similar.iter_rows(named=True)
+                 if frozenset((r["fact_a"], r["fact_b"])) not in conflicting]
+        comps = components(agree)
+        infos: dict[str, FactInfo] = {}
+        evidence: dict[str, int] = {}
+        for r in similar.iter_rows(named=True):
+            for side in ("a", "b"):
+                fid = r[f"fact_{side}"]
+                infos[fid] = FactInfo(fid, r[f"confidence_{side}"], r[f"category_{side}"],
+                                      int(r[f"created_{side}"].timestamp() * 1e6))
+                evidence[fid] = r[f"evidence_{side}"]
         plan = plan_merges(comps, infos, conflicting, s.auto_merge_min_confidence)
         reviews = [_review(ctx, "merge", comp, why) for comp, why in plan.reviews if frozenset(comp) not in queued]
         counts = {"candidate_pairs": len(agree), "components": len(comps), "merges": len(plan.merges),
@@ -386,8 +417,8 @@ def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
 
         def write(con: db.Connection) -> None:
             for winner, losers in plan.merges:
-                gained = int(sum(facts["evidence_count"][index[x]] for x in losers))
-                new_conf = reinforced(float(conf_now[index[winner]]), gained, s.support_gain)
+                gained = sum(evidence[x] for x in losers)
+                new_conf = reinforced(infos[winner].confidence, gained, s.support_gain)
                 fact_ops.merge(con, ctx.user_id, ctx.run_id, winner, losers,
                                f"auto-merge: {len(losers) + 1} near-duplicates (cos > {s.merge_threshold})",
                                ctx.as_of, winner_confidence=new_conf)

@@ -8,14 +8,14 @@ import numpy as np
 
 
 def similar_pairs(
-    query: np.ndarray, corpus: np.ndarray, threshold: float, chunk: int = 2048
+    query: np.ndarray, corpus: np.ndarray, threshold: float, query_chunk: int = 1024, corpus_chunk: int = 32768
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All (i, j, cos) with query[i] . corpus[j] > threshold, computed in chunks to bound memory."""
+    """All (i, j, cos) with query[i] . corpus[j] > threshold, in blocks of at most 32M scores (128 MB)."""
     rows, cols, sims = [], [], []
-    for start in range(0, len(corpus), chunk * 64):
-        block = corpus[start : start + chunk * 64]
-        for qs in range(0, len(query), chunk):
-            scores = query[qs : qs + chunk] @ block.T
+    for start in range(0, len(corpus), corpus_chunk):
+        block = corpus[start : start + corpus_chunk]
+        for qs in range(0, len(query), query_chunk):
+            scores = query[qs : qs + query_chunk] @ block.T
             i, j = np.nonzero(scores > threshold)
             rows.append(i + qs)
             cols.append(j + start)

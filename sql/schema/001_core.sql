@@ -224,3 +224,15 @@ create table if not exists run_leases (
 -- confidence * exp(-rate * days since confidence_at). Nightly work stays proportional to what changed.
 create or replace macro effective_confidence(confidence, confidence_at, as_of, rate) as
     confidence * exp(-rate * greatest(date_diff('second', confidence_at, as_of), 0) / 86400.0);
+
+-- Similar fact pairs found by a run's confidence stage (changed facts vs all active facts), reused by
+-- its merge stage so the store is searched once per run. Only the latest run's pairs are kept.
+create table if not exists run_fact_pairs (
+    user_id    varchar not null,
+    run_id     varchar not null,
+    fact_a     varchar not null,
+    fact_b     varchar not null,
+    similarity double not null,
+    conflict   varchar,             -- negation | antonym | different value, or null when they agree
+    primary key (user_id, run_id, fact_a, fact_b)
+);

@@ -1,0 +1,196 @@
+"""Benchmark the nightly stages on synthetic stores of growing size with a fixed nightly delta.
+
+    python -m bench.consolidate                          # 10k and 100k stored facts, 10k new episodes
+    python -m bench.consolidate --sizes 10000 100000 1000000
+
+Reports wall time per stage, peak RSS, how time grows with store size, and compares the
+incremental merge search (changed facts vs all) against an all-pairs recompute measured in the
+same run (all-pairs is measured up to --allpairs-max facts and extrapolated quadratically above).
+Embedding time is excluded: vectors are synthetic (clustered unit vectors, 384 dims).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from engram import consolidate, db
+from engram.merge import similar_pairs
+from engram.settings import load_settings
+
+DIM = 384
+MODEL = "bench-synthetic-384"
+REPORT = Path(__file__).resolve().parent / "CONSOLIDATE.md"
+
+
+class SyntheticEmbedder:
+    """Stands in for the embedder: only provider/model/dim are read by the stages measured."""
+
+    provider, model, dim = "synthetic", MODEL, DIM
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rng = np.random.default_rng(len(texts))
+        v = rng.standard_normal((len(texts), DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+DIGITS = "zero one two three four five six seven eight nine".split()
+
+
+def spelled(n: int) -> str:
+    """A number spelled digit by digit: synthetic texts must not trip the different-value rule."""
+    return " ".join(DIGITS[int(d)] for d in str(n))
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def list_array(vectors: np.ndarray) -> pa.ListArray:
+    offsets = pa.array(np.arange(0, vectors.size + 1, DIM, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel(), pa.float32()))
+
+
+def build_store(path: Path, n_facts: int, n_new: int, as_of: datetime, rng: np.random.Generator) -> np.ndarray:
+    """A store with n_facts active facts and n_new unconsolidated episodes for tenant 'bench'."""
+    centers = unit(rng.standard_normal((max(n_facts // 20, 1), DIM)))
+    settings = load_settings(db_path=path)
+    fact_vecs = np.empty((n_facts, DIM), np.float32)
+    with db.open_store(settings) as con:
+        for start in range(0, n_facts, 100_000):
+            n = min(100_000, n_facts - start)
+            which = rng.integers(0, len(centers), n)
+            vecs = unit(centers[which] + 0.9 * rng.standard_normal((n, DIM)).astype(np.float32) / np.sqrt(DIM) * 4)
+            fact_vecs[start:start + n] = vecs
+            ids = [f"f{start + i}" for i in range(n)]
+            age = rng.uniform(0, 60, n)
+            at = [as_of - timedelta(days=float(a)) for a in age]
+            table = pa.table({
+                "id": ids, "user_id": ["bench"] * n,
+                "text": [f"synthetic fact {spelled(start + i)} about topic {spelled(w)}" for i, w in enumerate(which)],
+                "confidence": rng.uniform(0.35, 0.95, n), "confidence_at": at, "asserted_at": at,
+                "created_at": at, "last_updated": at, "last_reinforced_at": at,
+                "embedding": list_array(vecs), "embedding_model": [MODEL] * n, "embedding_dim": [DIM] * n,
+                "content_hash": ids,
+            })
+            with db.transaction(con), db.registered(con, "bench_facts", table):
+                con.execute(
+                    "insert into facts (id, user_id, text, confidence, confidence_at, asserted_at, created_at,"
+                    " last_updated, last_reinforced_at, embedding, embedding_model, embedding_dim, content_hash)"
+                    " select * from bench_facts"
+                )
+        # the night's delta: half near existing facts (support, merges), half on fresh topics (clusters)
+        near = unit(fact_vecs[rng.integers(0, n_facts, n_new // 2)]
+                    + 0.3 * rng.standard_normal((n_new // 2, DIM)).astype(np.float32) / np.sqrt(DIM) * 2)
+        fresh_centers = unit(rng.standard_normal((max(n_new // 40, 1), DIM)))
+        fresh = unit(fresh_centers[rng.integers(0, len(fresh_centers), n_new - n_new // 2)]
+                     + 0.5 * rng.standard_normal((n_new - n_new // 2, DIM)).astype(np.float32) / np.sqrt(DIM) * 3)
+        eps = np.vstack([near, fresh])
+        ids = [f"e{i}" for i in range(n_new)]
+        table = pa.table({
+            "id": ids, "user_id": ["bench"] * n_new, "content": [f"synthetic episode {spelled(i)}" for i in range(n_new)],
+            "created_at": [as_of - timedelta(hours=1)] * n_new, "content_hash": ids,
+            "embedding": list_array(eps), "embedding_model": [MODEL] * n_new, "embedding_dim": [DIM] * n_new,
+            "status": ["active"] * n_new,
+        })
+        with db.transaction(con), db.registered(con, "bench_eps", table):
+            con.execute(
+                "insert into episodes (id, user_id, content, created_at, content_hash, embedding,"
+                " embedding_model, embedding_dim, status) select * from bench_eps"
+            )
+    return fact_vecs
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict:
+    rng = np.random.default_rng(0)
+    as_of = datetime(2026, 11, 22, 3, 0)
+    path = workdir / f"bench_{n_facts}.duckdb"
+    t = time.perf_counter()
+    fact_vecs = build_store(path, n_facts, n_new, as_of, rng)
+    build_s = time.perf_counter() - t
+    settings = load_settings(db_path=path, embedder="hash", llm="none")
+    ctx = consolidate.StageContext(settings, "bench", f"run-bench-{n_facts}", as_of)
+    emb = SyntheticEmbedder()
+    stages = {
+        "extract": lambda: consolidate.extract(ctx, emb),
+        "confidence": lambda: consolidate.confidence(ctx, emb),
+        "merge": lambda: consolidate.merge(ctx, emb),
+        "deprecate": lambda: consolidate.deprecate(ctx),
+    }
+    times, counts = {}, {}
+    for name, fn in stages.items():
+        t = time.perf_counter()
+        counts[name] = fn()
+        times[name] = time.perf_counter() - t
+    # baseline: the merge candidate search over all pairs, as a batch job that reprocesses everything
+    m = min(n_facts, allpairs_max)
+    t = time.perf_counter()
+    similar_pairs(fact_vecs[:m], fact_vecs[:m], settings.merge_threshold)
+    allpairs_s = (time.perf_counter() - t) * (n_facts / m) ** 2
+    path.unlink(missing_ok=True)
+    return {
+        "facts": n_facts, "new": n_new, "build_s": build_s, "times": times, "total_s": sum(times.values()),
+        "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": rss_mb(), "counts": counts,
+    }
+
+
+def write_report(results: list[dict], args: argparse.Namespace) -> str:
+    lines = [
+        "# Nightly consolidation benchmark", "",
+        f"- date: {datetime.now():%Y-%m-%d %H:%M}", f"- machine: {platform.platform()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}", f"- command: `python -m bench.consolidate --sizes {' '.join(map(str, args.sizes))} --new {args.new}`",
+        "- one tenant holds the whole store (the worst case); vectors are synthetic 384-d, so embedding time is excluded",
+        "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | all-pairs merge search s | ratio all-pairs / incremental merge | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        t = r["times"]
+        est = "" if r["allpairs_measured_at"] == r["facts"] else f" (extrapolated from {r['allpairs_measured_at']:,})"
+        lines.append(
+            f"| {r['facts']:,} | {r['new']:,} | {t['extract']:.1f} | {t['confidence']:.1f} | {t['merge']:.1f} | "
+            f"{t['deprecate']:.2f} | {r['total_s']:.1f} | {r['allpairs_s']:.1f}{est} | {r['allpairs_s'] / t['merge']:.1f}x | {r['peak_rss_mb']:.0f} |"
+        )
+    if len(results) > 1:
+        a, b = results[0], results[-1]
+        growth = (b["total_s"] / a["total_s"]) / (b["facts"] / a["facts"])
+        lines += ["", f"Growth: store x{b['facts'] / a['facts']:.0f} -> time x{b['total_s'] / a['total_s']:.1f} "
+                  f"(time ratio / size ratio = {growth:.2f}; <= 1 means no worse than linear)."]
+    lines += ["", "Stage counts of the largest run:", "", "```"]
+    lines += [f"{k}: {v}" for k, v in results[-1]["counts"].items()]
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--new", type=int, default=10_000)
+    parser.add_argument("--allpairs-max", type=int, default=100_000)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="engram-bench-"))
+    results = []
+    for n in args.sizes:
+        r = run_size(n, args.new, args.allpairs_max, workdir)
+        print(f"{n:>9,} facts: " + ", ".join(f"{k} {v:.1f}s" for k, v in r["times"].items())
+              + f", all-pairs {r['allpairs_s']:.1f}s, build {r['build_s']:.0f}s", flush=True)
+        results.append(r)
+    REPORT.write_text(write_report(results, args))
+    print(f"wrote {REPORT}")
+
+
+if __name__ == "__main__":
+    main()
