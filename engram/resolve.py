@@ -364,3 +364,27 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
                                + (outcomes[0].error if outcomes else "no longer open"))
         record_outcomes(con, tenant, now, outcomes)
     return {"id": rid, "user_id": tenant, "kind": kind, "run_id": run_id, **decision.as_json()}
+
+
+def list_reviews(settings: Settings, user_id: str | None = None, status: str | None = "pending",
+                 kind: str | None = None, limit: int = 100, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Reviews with the facts they are about (text, status, confidence now), oldest first."""
+    now = now or datetime.now()
+    with db.open_store(settings, read_only=True) as con:
+        found = db.rows(con, "queries/review_list", user_id=user_id, status=status, kind=kind, limit=limit)
+        names = ("id", "user_id", "kind", "status", "subject_ids", "reason", "attempts", "error", "decided_by",
+                 "decision", "created_at", "applied_at")
+        out = [dict(zip(names, r, strict=True)) for r in found]
+        for tenant in {r["user_id"] for r in out}:
+            ids = {f for r in out if r["user_id"] == tenant for f in r["subject_ids"]}
+            facts = load_facts(con, tenant, ids, now, settings.decay_rate)
+            for r in out:
+                if r["user_id"] == tenant:
+                    r["facts"] = [
+                        {"id": f, "text": facts[f].text, "status": facts[f].status,
+                         "confidence": round(facts[f].confidence, 3)} if f in facts else {"id": f, "missing": True}
+                        for f in r["subject_ids"]
+                    ]
+    for r in out:
+        r["decision"] = json.loads(r["decision"]) if r["decision"] else None
+    return out
