@@ -1,0 +1,177 @@
+"""Retrieve-only snippets with provenance: the retrieve spec (no synthesized text, ever)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engram import db
+from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.query import candidates
+from engram.query.common import embed_query, require_int, require_tags, require_text, require_unit, utcnow
+from engram.query.snippets import cut_at_sentence, trust_tier
+from engram.query.vector_index import CACHE
+from engram.settings import Settings
+from engram.textnorm import content_hash
+
+SOURCE_TYPE = {"facts": "kg_observation", "kg_entities": "kg_entity", "episodes": "thought"}
+KG_TABLES = ("facts", "kg_entities")
+FLOOR_STEP = 0.05
+
+
+@dataclass
+class Candidate:
+    """One scored row of one source before slot allocation."""
+
+    table: str
+    row: dict[str, Any]
+    score: float
+    chash: str
+
+    @property
+    def is_kg(self) -> bool:
+        """True for KG rows (facts and entities)."""
+        return self.table in KG_TABLES
+
+
+def retrieve(
+    query: str,
+    top_k: int | None = None,
+    floor: float | None = None,
+    mix: float | None = None,
+    include_private: bool = False,
+    include_tags: list[str] | None = None,
+    exclude_tags: list[str] | None = None,
+    *,
+    user_id: str,
+    settings: Settings,
+    con: db.Connection | None = None,
+    embedder: Any = None,
+) -> dict[str, Any]:
+    """Snippets {id, table, source_type, origin, trust_tier, ...} and diagnostics for the query."""
+    started = time.perf_counter()
+    if not settings.enable_inner_voice:
+        raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
+    require_text(query, "query")
+    require_text(user_id, "user_id", 512)
+    top_k = require_int(settings.retrieve_top_k if top_k is None else top_k, "top_k", 1, 50)
+    mix = require_unit(settings.inner_voice_mix if mix is None else mix, "mix")
+    if floor is not None:
+        floor = require_unit(floor, "floor")
+    filters = candidates.Filters(
+        user_id=user_id, now=utcnow(), include_private=bool(include_private),
+        include_tags=tuple(require_tags(include_tags, "include_tags")),
+        exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),
+        min_confidence=settings.deprecate_below, decay_rate=settings.decay_rate,
+    )
+    vectors, embedder = embed_query(settings, [query], embedder)
+    try:
+        if con is None:
+            with db.open_store(settings) as own:
+                pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
+        else:
+            pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)
+        return _assemble(pools, top_k, floor, mix, settings, embedder, started)
+    except EngramError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb"):
+            raise StoreError(f"retrieve: store query failed: {type(exc).__name__}") from exc
+        raise EngramError(f"retrieve: unexpected {type(exc).__name__}") from exc
+
+
+def _fetch_sources(
+    con: db.Connection, settings: Settings, embedder: Any, qvec: np.ndarray, top_k: int, f: candidates.Filters,
+) -> dict[str, list[Candidate]]:
+    """Separate candidate fetches per source table (no UNION), each capped."""
+    cap = min(3 * top_k, settings.max_candidates_per_source)
+    pools: dict[str, list[Candidate]] = {}
+    for table in ("facts", "kg_entities", "episodes"):
+        index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+        rows, sims = index.vector_top(qvec, min(4 * cap, max(index.matrix.shape[0], 1)))
+        kept = candidates.fetch(con, table, [index.ids[r] for r in rows], f)
+        pool = [
+            Candidate(table, kept[index.ids[r]], float(s), content_hash(kept[index.ids[r]]["text"]))
+            for r, s in zip(rows.tolist(), sims.tolist(), strict=True)
+            if index.ids[r] in kept
+        ]
+        pools[table] = pool[:cap]
+    return pools
+
+
+def _adaptive_floor(scores: list[float], top_k: int, floor: float | None, settings: Settings) -> float:
+    """The given floor, or from sim_thresh down in steps to min_floor until top_k candidates pass."""
+    if floor is not None:
+        return floor
+    current = max(settings.sim_thresh, settings.min_floor)
+    while sum(s >= current for s in scores) < top_k and current - FLOOR_STEP >= settings.min_floor - 1e-9:
+        current = round(current - FLOOR_STEP, 4)
+    return current
+
+
+def allocate(kg: list[Candidate], thoughts: list[Candidate], top_k: int, mix: float) -> list[Candidate]:
+    """kg gets round(mix top_k) slots, thoughts the rest; >= 1 each when both exist; backfill on underflow."""
+    kg_slots = math.floor(mix * top_k + 0.5)
+    if kg and thoughts and top_k >= 2:
+        kg_slots = min(max(kg_slots, 1), top_k - 1)
+    th_slots = top_k - kg_slots
+    if len(kg) < kg_slots:
+        th_slots += kg_slots - len(kg)
+        kg_slots = len(kg)
+    if len(thoughts) < th_slots:
+        kg_slots = min(len(kg), kg_slots + th_slots - len(thoughts))
+        th_slots = len(thoughts)
+    chosen = kg[:kg_slots] + thoughts[:th_slots]
+    return sorted(chosen, key=lambda c: (-c.score, c.table, c.row["id"]))
+
+
+def _assemble(
+    pools: dict[str, list[Candidate]], top_k: int, floor: float | None, mix: float, settings: Settings,
+    embedder: Any, started: float,
+) -> dict[str, Any]:
+    everything = [c for pool in pools.values() for c in pool]
+    floor_used = _adaptive_floor([c.score for c in everything], top_k, floor, settings)
+    passing = sorted((c for c in everything if c.score >= floor_used), key=lambda c: (-c.score, c.table, c.row["id"]))
+    seen_ids: set[tuple[str, str]] = set()
+    seen_hashes: set[str] = set()
+    unique: list[Candidate] = []
+    for c in passing:
+        key = (c.table, c.row["id"])
+        if key in seen_ids or c.chash in seen_hashes:
+            continue
+        seen_ids.add(key)
+        seen_hashes.add(c.chash)
+        unique.append(c)
+    chosen = allocate([c for c in unique if c.is_kg], [c for c in unique if not c.is_kg], top_k, mix)
+    kg_n = len(pools["facts"]) + len(pools["kg_entities"])
+    reason = None
+    if not chosen:
+        reason = "no_candidates" if not everything else "below_floor"
+    return {
+        "snippets": [_snippet(c) for c in chosen],
+        "diagnostics": {
+            "provider": embedder.provider, "model": embedder.model, "dim": embedder.dim,
+            "k_req": top_k, "k_ret": len(chosen), "kg_candidates": kg_n,
+            "thought_candidates": len(pools["episodes"]), "floor_used": floor_used,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            "no_results": not chosen, "reason": reason,
+        },
+    }
+
+
+def _snippet(c: Candidate) -> dict[str, Any]:
+    row = c.row
+    text, start, end = cut_at_sentence(row["text"])
+    origin = row.get("origin") if c.table == "episodes" else ("consolidated" if c.table == "facts" else "kg")
+    created = row.get("created_at")
+    return {
+        "id": row["id"], "table": c.table, "source_type": SOURCE_TYPE[c.table], "origin": origin,
+        "trust_tier": trust_tier(c.table, row.get("confidence"), row.get("origin")),
+        "created_at": created.isoformat() if created is not None else None,
+        "text": text, "score": round(c.score, 6), "content_hash": c.chash,
+        "span_start": start, "span_end": end,
+    }
