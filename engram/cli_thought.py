@@ -351,7 +351,8 @@ def register(app: typer.Typer) -> None:
 def _why_lines(r: dict[str, Any]) -> list[str]:
     """A why-trace as text."""
     out = [f"why {r['kind']} {r['start_id']} as of {r['as_of']}"
-           + (f" (redirected from {r['requested_id']})" if r["requested_id"] != r["start_id"] else "")]
+           + (f" (redirected from {r['requested_id']})" if r["requested_id"] != r["start_id"] else "")
+           + (f" [the start itself is {r['start_filtered']} at that time]" if r["start_filtered"] else "")]
     for n in r["nodes"]:
         cluster = f" [{n['cluster']}]" if n["cluster"] else ""
         out.append(f"{'  ' * n['level']}{n['id']} {n['kind']}/{n['subtype']} {n['status']}{cluster}: "

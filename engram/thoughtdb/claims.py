@@ -128,7 +128,7 @@ def supersede_claim(
             raise InvalidInput("confidence: must be within [0, 1]")
         if old["valid_from"] is not None and start <= old["valid_from"]:
             raise InvalidInput("valid_from: must be after the superseded claim's valid_from")
-        refs = check_source_refs(con, user_id, source_refs, required=False)
+        refs = check_source_refs(con, user_id, source_refs, required=not old["source_refs"])
         new_claim_id = new_id("fact", user_id, "supersede", old["id"], content_hash(text))
         db.execute(con, "queries/thought_insert_claim", id=new_claim_id, user_id=user_id, text=text,
                    claim_type=ctype, category=old["category"], confidence=conf, asserted_at=now,

@@ -172,6 +172,7 @@ def trace(
         "depth": depth,
         "max_nodes": max_nodes,
         "truncated": truncated,
+        "start_filtered": _valid_at(found[start], at),
         "nodes": [
             {"id": n, "kind": info[n]["kind"], "subtype": info[n]["subtype"], "status": info[n]["status"],
              "level": level[n], "label": label(n),
@@ -207,7 +208,7 @@ def _llm_pick(
     )
     try:
         reply = llm.generate(prompt, SupportPick)
-    except LLMError:
+    except (LLMError, ValueError):  # no usable answer (a fake without a rule raises ValueError): use the rule
         return None
     chosen = list(dict.fromkeys(getattr(reply.parsed, "claim_ids", [])))
     if not chosen or any(c not in candidates for c in chosen):

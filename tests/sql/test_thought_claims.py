@@ -6,6 +6,7 @@ from datetime import datetime
 
 import pytest
 
+from engram.checks import run_checks
 from engram.errors import InvalidInput
 from engram.thoughtdb import claims
 from tests.thought_seed import claim, episode, events, fact_row
@@ -20,7 +21,8 @@ def seeded(con):
     episode(con, U, "ep2", "I moved to Lisbon")
     claim(con, U, "c_old", "Alice lives in Berlin", sources=["ep1"])
     claim(con, U, "c_dup", "Alice's home is Berlin", sources=["ep1"])
-    claim(con, OTHER, "c_other", "Bob likes tea")
+    episode(con, OTHER, "ep_b", "I like tea")
+    claim(con, OTHER, "c_other", "Bob likes tea", sources=["ep_b"])
     return con
 
 
@@ -45,6 +47,7 @@ def test_supersede_round_trip(seeded) -> None:
     assert run_id.startswith("manual-")
     assert events(con, U, "c_old") == [("superseded", "active", "superseded", new_id, run_id)]
     assert events(con, U, new_id) == [("created", None, "active", "c_old", run_id)]
+    assert set(run_checks(con).values()) == {0}  # every invariant check still passes
     # the old claim is kept and can no longer be superseded
     with pytest.raises(InvalidInput, match="claim_id: .* is superseded"):
         claims.supersede_claim(con, U, "c_old", "Alice lives in Porto", now=NOW)
@@ -61,6 +64,10 @@ def test_supersede_rejects_bad_input_and_writes_nothing(seeded) -> None:
         claims.supersede_claim(con, U, "c_old", "x y z", claim_type="opinion", now=NOW)
     with pytest.raises(InvalidInput, match="text: required"):
         claims.supersede_claim(con, U, "c_old", "  ", now=NOW)
+    claim(con, U, "c_bare", "A claim without sources")
+    before = con.execute("select count(*) from facts").fetchall()
+    with pytest.raises(InvalidInput, match="source_refs: at least one episode id is required"):
+        claims.supersede_claim(con, U, "c_bare", "A better claim", now=NOW)  # provenance would be lost
     assert con.execute("select count(*) from facts").fetchall() == before
     assert fact_row(con, U, "c_old")["status"] == "active"
     assert con.execute("select count(*) from fact_events").fetchall() == [(0,)]
@@ -78,6 +85,7 @@ def test_same_as_redirects_reads(seeded) -> None:
     shown = claims.show_claim(con, U, "c_dup")
     assert shown["id"] == "c_old" and shown["redirected_from"] == ["c_dup"]
     assert claims.show_claim(con, U, "c_dup", follow=False)["id"] == "c_dup"
+    assert set(run_checks(con).values()) == {0}
     # after c_old is superseded, c_dup still reads c_old (the redirect is to the claim, kept for audit)
     with pytest.raises(InvalidInput, match="duplicate_id: .* already redirects"):
         claims.same_as(con, U, "c_dup", "c_old", now=NOW)

@@ -55,7 +55,8 @@ def test_trace_with_cycle_and_expired_claim(graph) -> None:
     assert {"from": "x", "to": "start", "via": "supports"} not in r["edges"]
     assert {"from": "start", "to": "x", "via": "supports"} in r["edges"]
     assert {"from": "a", "to": "e1", "via": "source:extracted_from"} in r["edges"]
-    assert r["truncated"] is False
+    assert r["truncated"] is False and r["start_filtered"] is None
+    assert why.trace(graph, U, "claim", "old", as_of=NOW)["start_filtered"] == "expired"
 
 
 def test_expired_claim_included_before_its_expiry(graph) -> None:
@@ -124,6 +125,12 @@ def test_llm_pick_used_when_valid_else_rule(graph) -> None:
         bad = FakeLLM(lambda prompt, schema, a=answer: json.dumps(a))
         r = why.trace(graph, U, "claim", "start", as_of=NOW, llm=bad)
         assert r["support_set"] == ["a", "x"] and r["picked_by"] == "rule"
+
+    def no_rule(prompt: str, schema: type) -> str:
+        raise ValueError("schema: no rule")
+
+    r = why.trace(graph, U, "claim", "start", as_of=NOW, llm=FakeLLM(no_rule))
+    assert r["picked_by"] == "rule"
 
 
 def test_save_as_summary_node(graph) -> None:
