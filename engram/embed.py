@@ -16,6 +16,7 @@ from engram.settings import Settings
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_MAX_TOKENS = 256
 VOCAB_PATH = Path(__file__).resolve().parent / "resources" / "minilm_vocab.txt"
+MINILM_CHUNK = 16  # texts per ONNX call, grouped by length (padding to a long text wastes the rest)
 GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
 
 
@@ -97,7 +98,6 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(f"cannot load embedding model {model_path}: {exc}") from exc
         self._tokenizer = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
         self._tokenizer.enable_truncation(MINILM_MAX_TOKENS)
-        self._tokenizer.enable_padding()
         self.model = model
         self.dim = int(self._session.get_outputs()[0].shape[-1])
 
@@ -105,13 +105,20 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        (hidden,) = self._session.run(
-            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        )
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(lengths, kind="stable")
+        pooled = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), MINILM_CHUNK):
+            idx = order[start : start + MINILM_CHUNK]
+            ids = np.zeros((len(idx), int(lengths[idx].max())), dtype=np.int64)  # 0 is [PAD]
+            for row, i in enumerate(idx):
+                ids[row, : lengths[i]] = encodings[i].ids
+            mask = (np.arange(ids.shape[1]) < lengths[idx][:, None]).astype(np.int64)
+            (hidden,) = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            pooled[idx] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return l2_normalize(pooled)
 
 
