@@ -1,0 +1,153 @@
+"""Passive mode: prefetch memories for the next turn, and assemble a token-budgeted context."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engram import db
+from engram.errors import InvalidInput
+from engram.query.common import require_int, require_text, utcnow
+from engram.query.search import Hit, search_memory
+from engram.query.tokens import count_tokens, truncate_to_tokens
+from engram.settings import Settings
+
+PREFETCH_TURNS = 3      # the last N turns form the prefetch query
+PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)
+SECTIONS = ("messages", "tool_results", "streamed", "system")
+
+
+@dataclass
+class Prefetched:
+    """Memories cached for a tenant's next turn."""
+
+    user_id: str
+    hits: list[Hit]
+    created_at: datetime = field(default_factory=utcnow)
+
+
+class PrefetchCache:
+    """Per-process cache of the latest prefetch per (store, tenant)."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], Prefetched] = {}
+        self._lock = threading.Lock()
+
+    def put(self, key: tuple[str, str], value: Prefetched) -> None:
+        """Store the prefetch for a tenant."""
+        with self._lock:
+            self._items[key] = value
+
+    def get(self, key: tuple[str, str]) -> Prefetched | None:
+        """The latest prefetch of a tenant, if any."""
+        with self._lock:
+            return self._items.get(key)
+
+
+PREFETCH = PrefetchCache()  # one per process: it must outlive the call that filled it
+
+
+def prefetch_context(
+    recent_turns: Sequence[str],
+    user_id: str,
+    *,
+    settings: Settings,
+    con: db.Connection | None = None,
+    n_turns: int = PREFETCH_TURNS,
+    k: int = PREFETCH_K,
+    embedder: Any = None,
+) -> Prefetched:
+    """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn."""
+    require_text(user_id, "user_id", 512)
+    require_int(n_turns, "n_turns", 1, 50)
+    require_int(k, "k", 1, 20)
+    if isinstance(recent_turns, str) or not all(isinstance(t, str) for t in recent_turns):
+        raise InvalidInput("recent_turns: must be a list of strings")
+    turns = [t for t in recent_turns if t.strip()][-n_turns:]
+    if not turns:
+        raise InvalidInput("recent_turns: needs at least one non-empty turn")
+    hits = search_memory("\n".join(turns), "both", k, user_id, settings=settings, con=con, mode="passive",
+                         embedder=embedder)
+    result = Prefetched(user_id, hits)
+    PREFETCH.put((str(settings.db_path), user_id), result)
+    return result
+
+
+def prefetched(user_id: str, settings: Settings) -> Prefetched | None:
+    """The memories cached by the last prefetch_context of this tenant, if any."""
+    return PREFETCH.get((str(settings.db_path), user_id))
+
+
+def _as_list(value: str | Sequence[str] | None, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name}: must be a string or a list of strings")
+    return [v for v in value if v.strip()]
+
+
+def build_context(
+    recent_messages: Sequence[str] | None = None,
+    tool_results: Sequence[str] | None = None,
+    streamed: Sequence[str] | None = None,
+    system: str | Sequence[str] | None = None,
+    budget: int = 1500,
+) -> dict[str, Any]:
+    """Fit the parts into `budget` WordPiece tokens, in priority order.
+
+    Recent messages first (newest kept first, shown in order; the newest is truncated if it alone
+    overflows), then tool results (privileged: truncated rather than dropped), then streamed items
+    (opportunistic: whole items only, when they fit), then system items fill what is left.
+    """
+    budget = require_int(budget, "budget", 1, 1_000_000)
+    parts = {
+        "messages": _as_list(recent_messages, "recent_messages"),
+        "tool_results": _as_list(tool_results, "tool_results"),
+        "streamed": _as_list(streamed, "streamed"),
+        "system": _as_list(system, "system"),
+    }
+    left = budget
+    kept: dict[str, list[str]] = {s: [] for s in SECTIONS}
+    dropped: dict[str, int] = {s: 0 for s in SECTIONS}
+    truncated: dict[str, int] = {s: 0 for s in SECTIONS}
+
+    def take(section: str, text: str, may_truncate: bool) -> bool:
+        nonlocal left
+        n = count_tokens(text)
+        if n <= left:
+            kept[section].append(text)
+            left -= n
+            return True
+        if may_truncate and left > 0:
+            cut = truncate_to_tokens(text, left)
+            if cut:
+                kept[section].append(cut)
+                truncated[section] += 1
+                left -= count_tokens(cut)
+                return True
+        dropped[section] += 1
+        return False
+
+    newest_first = list(reversed(parts["messages"]))
+    for i, msg in enumerate(newest_first):
+        if not take("messages", msg, may_truncate=i == 0):
+            dropped["messages"] += len(newest_first) - i - 1
+            break
+    kept["messages"].reverse()
+    for item in parts["tool_results"]:
+        take("tool_results", item, may_truncate=True)
+    for item in parts["streamed"]:
+        take("streamed", item, may_truncate=False)
+    for item in parts["system"]:
+        take("system", item, may_truncate=True)
+    tokens = {s: sum(count_tokens(t) for t in kept[s]) for s in SECTIONS}
+    text = "\n\n".join("\n".join(kept[s]) for s in ("system", "tool_results", "streamed", "messages") if kept[s])
+    return {
+        "budget": budget, "total_tokens": sum(tokens.values()), "tokens": tokens, "sections": kept,
+        "dropped": dropped, "truncated": truncated, "text": text,
+    }

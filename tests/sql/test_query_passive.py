@@ -1,0 +1,41 @@
+"""prefetch_context: passive thresholds, diversity, and the per-tenant cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.errors import InvalidInput
+from engram.query.passive import prefetch_context, prefetched
+from engram.query.vector_index import CACHE
+from tests.query_seed import seed_episodes, seed_facts
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    CACHE.clear()
+    yield
+    CACHE.clear()
+
+
+def test_prefetch_caches_passive_hits_for_the_next_turn(settings, con):
+    seed_facts(settings, con, [
+        {"id": "strong", "text": "Lena is allergic to peanuts", "confidence": 0.9},
+        {"id": "weak", "text": "Lena is allergic to cats maybe", "confidence": 0.4},  # active-only band
+    ])
+    seed_episodes(settings, con, [{"id": "ep", "content": "Lena said the peanut sauce made her ill"},
+                                  {"id": "noise", "content": "The train leaves at nine"}])
+    assert prefetched("u1", settings) is None
+    result = prefetch_context(["hello", "what should we cook for Lena?", "no peanuts please"], "u1",
+                              settings=settings, con=con, k=3)
+    ids = [h.id for h in result.hits]
+    assert "strong" in ids and "ep" in ids and "weak" not in ids
+    assert len(ids) <= 3
+    assert prefetched("u1", settings).hits == result.hits
+    assert prefetched("u2", settings) is None
+
+
+def test_prefetch_rejects_empty_turns(settings, con):
+    with pytest.raises(InvalidInput, match="recent_turns"):
+        prefetch_context(["  "], "u1", settings=settings, con=con)
+    with pytest.raises(InvalidInput, match="recent_turns"):
+        prefetch_context("just a string", "u1", settings=settings, con=con)
