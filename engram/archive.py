@@ -181,6 +181,16 @@ def _exports(con: db.Connection, user_id: str | None = None, run_id: str | None 
 # list and mark
 
 
+def list_exports(
+    settings: Settings, user_id: str | None = None, run_id: str | None = None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """The manifest: every export file, newest first, with counts, hashes, run id and status."""
+    if status is not None and status not in ("writing", "exported", "finalized", "abandoned"):
+        raise InvalidInput(f"status: {status!r} is not one of writing, exported, finalized, abandoned")
+    with db.open_store(settings) as con:
+        return _exports(con, user_id=user_id, run_id=run_id, statuses=[status] if status else None)
+
+
 def list_removal_candidates(
     settings: Settings,
     user_id: str | None = None,
