@@ -236,7 +236,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         with db.open_store(s) as con:
             eps = db.query_arrow(con, "queries/run_episode_vectors", user_id=ctx.user_id, run_id=ctx.run_id)
             links = {(e, f) for e, f in db.rows(con, "queries/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
-            created = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+            created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
         counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
         fact_ids = facts["id"].to_list() if facts.height else []
         # evidence: new episodes with cos >= threshold support a fact they did not produce
@@ -264,9 +264,10 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             support_changes.append(fact_ops.FactChange(
                 fact_ids[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
                 evidence_delta=k, reinforced=True))
-        changed = created | {fact_ids[f] for f in per_fact}
-        # one similarity search of changed facts vs all active facts serves contradiction and merge
-        pairs = _fact_pairs(ctx, facts, fvecs, changed, min(s.contradiction_threshold, s.merge_threshold))
+        # One similarity search of this run's new facts vs all active facts serves contradiction and
+        # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
+        # was examined when its newer fact was created, so searching them finds nothing new.
+        pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
         contra_changes, reviews = _contradictions(ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)))
         counts.update(reinforced=len(support_changes),
                       supports=sum(r["relation"] == "supports" for r in support_rows),
@@ -292,7 +293,7 @@ PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float6
 def _fact_pairs(
     ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
 ) -> pl.DataFrame:
-    """Similar pairs (changed facts vs all active facts, fact_a < fact_b) with their valence conflict."""
+    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their valence conflict."""
     if not changed or facts.height < 2:
         return pl.DataFrame(schema=PAIR_SCHEMA)
     ids = facts["id"].to_list()
@@ -377,7 +378,7 @@ def _ensure_pairs(ctx: StageContext, embedder: Embedder) -> None:
     with db.open_store(ctx.settings) as con:
         if completed_counts(con, ctx.run_id, ctx.user_id, "confidence") is not None:
             return
-        changed = {r[0] for r in db.rows(con, "queries/run_changed_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+        changed = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
     facts, fvecs, _ = _fact_matrix(ctx, embedder)
     pairs = _fact_pairs(ctx, facts, fvecs, changed, ctx.settings.merge_threshold)
     if not ctx.dry_run:

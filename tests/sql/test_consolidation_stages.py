@@ -48,7 +48,7 @@ def snapshot(con) -> dict[str, list]:
 def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
     seed(settings)
     counts = run_all(settings, "run-a")
-    assert counts["extract"]["facts_created"] == 2
+    assert counts["extract"]["facts_created"] == 3
     assert counts["merge"]["merges"] == 1
     with db.open_store(settings) as con:
         state = fact_state(con)
@@ -58,7 +58,8 @@ def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
             exp_conf, exp_status = want[key_of(fid, text)]
             assert conf == pytest.approx(exp_conf, abs=1e-6), text
             assert status == exp_status, text
-        assert state["f_alice2"][3] == "f_alice"
+        new_alice = next(f for f, v in state.items() if v[0].startswith("alice works"))
+        assert state[new_alice][3] == "f_alice"
         events = con.execute("select fact_id, list(action order by action) from fact_events"
                              " where run_id = 'run-a' group by fact_id").fetchall()
         by_key = {key_of(fid, state[fid][0]): actions for fid, actions in events}
@@ -68,7 +69,7 @@ def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
         assert reviews == [("contradiction", "pending", sorted(["f_coffee", never_id]))]
         # lineage: the winner carries the loser's sources; the noise episode supports both Alices
         sources = {r[0] for r in con.execute("select episode_id from fact_sources where fact_id = 'f_alice'").fetchall()}
-        assert sources == {"seed-f_alice", "seed-f_alice2", "new-0"}
+        assert sources == {"seed-f_alice", "new-0", "new-1", "new-2", "new-3"}
         against = con.execute("select count(*) from fact_sources where fact_id = 'f_coffee'"
                               " and relation = 'contradicts'").fetchall()[0][0]
         assert against == 3
