@@ -45,14 +45,24 @@ def drain(
 ) -> int:
     """Embed every pending row of `table`; returns how many were embedded.
 
-    The connection is closed while the model runs, so other processes can write in between.
+    The connection is closed while the model runs, so other processes can write in between; each
+    opening stores the previous batch and reads the next (opening a store costs tens of ms).
     A failing embedder leaves the remaining rows pending and raises EmbedderUnavailable.
     """
     pending_sql, store_sql = QUEUES[table]
     done = 0
+    finished: pa.Table | None = None
     while True:
         with db.open_store(settings) as con:
+            if finished is not None:
+                with db.transaction(con), db.registered(con, "incoming_embeddings", finished):
+                    db.execute(con, store_sql)
             batch = db.rows(con, pending_sql, user_id=user_id, limit=settings.embed_batch_size)
+        if finished is not None:
+            done += finished.num_rows
+            log.info("embedded %d %s (total %d)", finished.num_rows, table, done)
+            if progress:
+                progress(finished.num_rows)
         if not batch:
             return done
         users, ids, texts = (list(col) for col in zip(*batch, strict=True))
@@ -62,10 +72,4 @@ def drain(
             raise
         except Exception as exc:  # any model failure: keep the queue, report a typed error
             raise EmbedderUnavailable(f"embedder {embedder.provider} failed: {type(exc).__name__}: {exc}") from exc
-        with db.open_store(settings) as con, db.transaction(con):
-            with db.registered(con, "incoming_embeddings", embeddings_table(users, ids, vectors, embedder)):
-                db.execute(con, store_sql)
-        done += len(ids)
-        log.info("embedded %d %s (total %d)", len(ids), table, done)
-        if progress:
-            progress(len(ids))
+        finished = embeddings_table(users, ids, vectors, embedder)
