@@ -25,6 +25,7 @@ from engram.cluster import centrality, cluster_embeddings
 from engram.confidence import decayed_array, initial_confidence, reinforced
 from engram.embed import Embedder
 from engram.merge import FactInfo, components, plan_merges, similar_pairs
+from engram.llm_usage import record_run_usage
 from engram.runs import completed_counts, record_stage
 from engram.settings import Settings
 from engram.textnorm import content_hash, stable_id
@@ -154,6 +155,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
         labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
         clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
         facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts)
+        usage = counts.pop("_llm_usage", None)
         counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), facts_created=len(facts))
         watermark = eps["created_at"].max()
 
@@ -164,6 +166,8 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
                     db.execute(con, "queries/insert_facts")
                     db.execute(con, "queries/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
                 fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(sources))
+            if usage is not None:
+                record_run_usage(con, ctx.run_id, ctx.user_id, "extract", usage, ctx.as_of)
             consumed = pa.table({"id": pa.array(new_ids, pa.string())})
             with db.registered(con, "consumed_episodes", consumed):
                 db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
@@ -178,27 +182,60 @@ def _facts_from_clusters(
     ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray],
     embedder: Embedder, llm: Any, counts: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    facts: list[dict[str, Any]] = []
-    sources: list[dict[str, Any]] = []
+    """Candidate facts and their extracted_from sources: LLM when configured, else extractive."""
+    drafts: list[tuple[str, np.ndarray, str, str | None, str | None]] = []  # (text, member idx, reason, type, category)
+    extractive = clusters
     if llm is not None and clusters:
-        return _facts_from_llm(ctx, eps, clusters, embedder, llm, counts)
-    texts: list[str] = []
-    for idx in _split_by_valence(eps, vecs, clusters):
+        drafts, extractive = _llm_drafts(ctx, eps, clusters, llm, counts)
+    for idx in _split_by_valence(eps, vecs, extractive):
+        _, text, _ = _extractive_fact(eps[idx.tolist()], vecs[idx])
+        drafts.append((text, idx, f"extractive: cluster of {len(idx)} episodes", None, None))
+    if not drafts:
+        return [], []
+    # the fact text (best sentence, speaker prefix, LLM wording) differs from the turns: embed it as stored
+    fact_vecs = embedder.embed([d[0] for d in drafts])
+    facts, sources = [], []
+    for (text, idx, reason, kind, category), vec in zip(drafts, fact_vecs, strict=True):
         members = eps[idx.tolist()]
-        best, text, cent = _extractive_fact(members, vecs[idx])
-        member_ids = sorted(members["id"].to_list())
-        fact_id = stable_id("fact", ctx.user_id, *member_ids)
-        texts.append(text)
-        facts.append(_fact_row(ctx, fact_id, text, members, vecs[idx][best], embedder,
-                               reason=f"extractive: cluster of {members.height} episodes"))
-        for eid, sim in zip(members["id"].to_list(), cent.tolist(), strict=True):
-            sources.append({"fact_id": fact_id, "episode_id": eid, "relation": "extracted_from", "similarity": sim})
-    if texts:
-        # the fact text (best sentence, speaker prefix) differs from the turn: embed it as stored
-        fact_vecs = embedder.embed(texts)
-        for row, vec in zip(facts, fact_vecs, strict=True):
-            row["embedding"] = vec.tolist()
+        member_ids = members["id"].to_list()
+        fact_id = stable_id("fact", ctx.user_id, content_hash(text), *sorted(member_ids))
+        row = _fact_row(ctx, fact_id, text, members, vec, embedder, reason, kind)
+        if category:
+            row["category"] = category
+        facts.append(row)
+        sims = (vecs[idx] @ vec).tolist()
+        sources += [{"fact_id": fact_id, "episode_id": eid, "relation": "extracted_from", "similarity": sim}
+                    for eid, sim in zip(member_ids, sims, strict=True)]
     return facts, sources
+
+
+def _llm_drafts(
+    ctx: StageContext, eps: pl.DataFrame, clusters: list[np.ndarray], llm: Any, counts: dict[str, Any]
+) -> tuple[list[tuple[str, np.ndarray, str, str | None, str | None]], list[np.ndarray]]:
+    """Atomic facts from the LLM, each resting on the cited episodes; failed clusters go extractive."""
+    from engram.extraction_llm import ClusterInput, extract_facts
+
+    s = ctx.settings
+    inputs = [
+        ClusterInput(f"c{n}", [(r["id"], r["role"], r["content"], r["created_at"])
+                               for r in eps[idx.tolist()].iter_rows(named=True)])
+        for n, idx in enumerate(clusters)
+    ]
+    result = extract_facts(llm, inputs, s.llm_max_prompt_tokens, s.llm_run_token_budget)
+    position = {eid: i for i, eid in enumerate(eps["id"].to_list())}
+    drafts = [
+        (f.text, np.array(sorted(position[e] for e in f.episode_ids)), f"llm extraction ({llm.model})",
+         f.claim_type, f.category)
+        for f in result.facts
+    ]
+    failed = set(result.failed_clusters)
+    answered = {f.cluster_id for f in result.facts}
+    # a cluster the LLM answered with no valid fact stays episodes only; one it never answered goes extractive
+    fallback = [idx for n, idx in enumerate(clusters) if f"c{n}" in failed and f"c{n}" not in answered]
+    counts.update(llm_facts=len(result.facts), llm_dropped=len(result.dropped), llm_fallback_clusters=len(fallback),
+                  llm=result.usage.as_dict())
+    counts["_llm_usage"] = result.usage
+    return drafts, fallback
 
 
 # ---------------------------------------------------------------- confidence

@@ -53,6 +53,6 @@ def _searches(settings: Settings, queries: Sequence[str]) -> dict[str, list[dict
 
     out: dict[str, list[dict[str, Any]]] = {}
     for query in queries:
-        hits = search_memory(settings, query, user_id=DEMO_USER, limit=3)
-        out[query] = [{"score": h.score, "kind": h.kind, "text": h.text} for h in hits]
+        hits = search_memory(query, user_id=DEMO_USER, limit=3, settings=settings)
+        out[query] = [{"score": h.score, "kind": h.table, "text": h.text} for h in hits]
     return out

@@ -104,3 +104,26 @@ def test_dry_run_writes_nothing(settings) -> None:
     assert consolidate.deprecate(ctx)["deprecated"] == 1
     with db.open_store(settings) as con:
         assert snapshot(con) == before
+
+
+def test_llm_extraction_cites_cluster_episodes_and_records_usage(settings) -> None:
+    from engram import llm as llms
+
+    seed(settings)
+    fake = llms.from_settings(settings.model_copy(update={"llm": "fake"}))
+    ctx = consolidate.StageContext(settings, USER, "run-llm", AS_OF)
+    emb = from_settings(settings)
+    consolidate.embed_pending(ctx, emb)
+    counts = consolidate.extract(ctx, emb, fake)
+    assert counts["llm"]["requests"] == 1  # every cluster of the night in one batched request
+    assert counts["facts_created"] >= 3
+    with db.open_store(settings) as con:
+        rows = con.execute(
+            "select f.id, count(s.episode_id), min(e.consolidated_run_id) from facts as f"
+            " join fact_sources as s on s.user_id = f.user_id and s.fact_id = f.id"
+            " join episodes as e on e.user_id = s.user_id and e.id = s.episode_id"
+            " where f.run_id = 'run-llm' group by f.id").fetchall()
+        assert rows and all(n >= 1 and run == "run-llm" for _, n, run in rows)
+        usage = con.execute("select llm_calls, input_tokens > 0, status from runs"
+                            " where run_id = 'run-llm' and stage = 'extract'").fetchall()
+        assert usage == [(1, True, "completed")]
