@@ -1,0 +1,219 @@
+"""Grounded answers: the LLM answers from facts and KG entities only, and we verify its citations."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from engram import db
+from engram.query import candidates
+from engram.errors import FeatureDisabled
+from engram.query.common import embed_query, require_int, require_text, utcnow
+from engram.query.lexical import tokenize
+from engram.query.search import search_memory
+from engram.query.tokens import count_tokens
+from engram.query.vector_index import CACHE
+from engram.settings import Settings
+from engram.textnorm import normalize
+
+log = logging.getLogger(__name__)
+
+MIN_CITED_SOURCES = 2
+MIN_COVERAGE = 0.6
+CONTEXT_TOKENS = 1500
+MAX_FACTS = 12
+MAX_ENTITIES = 5
+SUMMARY_EVERY = 10          # the rolling summary is refreshed after every 10 exchanges
+SUMMARY_CHARS = 1500
+
+
+class Citation(BaseModel):
+    """One cited source: its label (e.g. S2) and the exact words relied on."""
+
+    source: str
+    quote: str
+
+
+class GroundedAnswer(BaseModel):
+    """The LLM's structured reply."""
+
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    confidence: float = Field(0.0, ge=0.0, le=1.0)
+
+
+@dataclass
+class Source:
+    """One context item shown to the model."""
+
+    label: str
+    id: str
+    table: str
+    text: str
+
+
+def ask(
+    query: str,
+    session: str | None = None,
+    *,
+    user_id: str,
+    settings: Settings,
+    con: db.Connection | None = None,
+    llm: Any = None,
+    embedder: Any = None,
+    context_tokens: int = CONTEXT_TOKENS,
+) -> dict[str, Any]:
+    """Answer from facts/KG with >= 2 verified citations and coverage >= 0.6, else a refusal with the reason."""
+    require_text(query, "query", 4000)
+    require_text(user_id, "user_id", 512)
+    if session is not None:
+        require_text(session, "session", 200)
+    require_int(context_tokens, "context_tokens", 100, 100_000)
+    if llm is None:
+        from engram import llm as llms
+
+        llm = llms.from_settings(settings)
+    if llm is None:
+        raise FeatureDisabled("ask needs an LLM and ENGRAM_LLM=none: set ENGRAM_LLM=gemini (answers are never "
+                              "made up without one)")
+    if con is None:
+        with db.open_store(settings) as own:
+            return _ask(own, settings, llm, embedder, query, session, user_id, context_tokens)
+    return _ask(con, settings, llm, embedder, query, session, user_id, context_tokens)
+
+
+def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) -> dict[str, Any]:
+    started = time.perf_counter()
+    now = utcnow()
+    session_id = session or f"ask_{uuid.uuid4().hex[:20]}"
+    db.execute(con, "queries/query_ask_create_session", user_id=user_id, session_id=session_id, now=now)
+    _, n_done, summary, summary_through = db.rows(con, "queries/query_ask_session", user_id=user_id,
+                                                  session_id=session_id)[0]
+    history = db.rows(con, "queries/query_ask_exchanges_since", user_id=user_id, session_id=session_id,
+                      after=summary_through)
+    sources = gather_context(con, settings, embedder, query, user_id, context_tokens)
+    reply = None
+    if len(sources) < MIN_CITED_SOURCES:
+        verdict = _refusal(f"only {len(sources)} fact(s) in memory match the question; need {MIN_CITED_SOURCES}")
+    else:
+        prompt = build_prompt(query, sources, summary, history)
+        reply = llm.generate(prompt, GroundedAnswer)
+        verdict = verify(reply.parsed, sources)
+    latency = (time.perf_counter() - started) * 1000
+    seq = n_done + 1
+    exchange_id = f"{session_id}:{seq}"
+    new_summary = None
+    if seq % SUMMARY_EVERY == 0:
+        new_summary = rolling_summary(summary, history + [(seq, query, verdict["answer"], verdict["refused"])])
+    with db.transaction(con):
+        db.execute(
+            con, "queries/query_ask_insert_exchange", id=exchange_id, user_id=user_id, session_id=session_id,
+            seq=seq, query=query, answer=verdict["answer"], refused=verdict["refused"], reason=verdict["reason"],
+            sources=[s["id"] for s in verdict["sources"]], confidence=verdict["confidence"],
+            coverage=verdict["coverage"], input_tokens=reply.input_tokens if reply else 0,
+            output_tokens=reply.output_tokens if reply else 0, latency_ms=latency,
+            cost_usd=reply.cost_usd if reply else 0.0, prompt_hash=reply.prompt_hash if reply else None,
+            model=reply.model if reply else None, now=now,
+        )
+        db.execute(con, "queries/query_ask_update_session", user_id=user_id, session_id=session_id, n=seq,
+                   summary=new_summary, summary_through=seq, now=now)
+    log.info("ask: session exchange %d, refused=%s, %d source(s)", seq, verdict["refused"], len(verdict["sources"]))
+    return verdict | {
+        "session_id": session_id, "exchange_id": exchange_id, "latency_ms": round(latency, 2),
+        "input_tokens": reply.input_tokens if reply else 0, "output_tokens": reply.output_tokens if reply else 0,
+        "cost_usd": reply.cost_usd if reply else 0.0, "prompt_hash": reply.prompt_hash if reply else None,
+    }
+
+
+def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: str, budget: int) -> list[Source]:
+    """Facts (hybrid search) then KG entities (cosine), labelled S1.., within a token budget; no raw episodes."""
+    facts = search_memory(query, "facts", MAX_FACTS, user_id, settings=settings, con=con, embedder=embedder)
+    items = [(h.id, "facts", h.text) for h in facts]
+    vectors, embedder = embed_query(settings, [query], embedder)
+    index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
+    rows, sims = index.vector_top(vectors[0], MAX_ENTITIES)
+    f = candidates.Filters(user_id=user_id, now=utcnow(), min_confidence=settings.deprecate_below)
+    kept = candidates.fetch(con, "kg_entities", [index.ids[r] for r in rows[sims >= settings.min_floor]], f)
+    items += [(i, "kg_entities", kept[i]["text"]) for i in (index.ids[r] for r in rows) if i in kept]
+    sources: list[Source] = []
+    used = 0
+    for ident, table, text in items:
+        n = count_tokens(text) + 4
+        if used + n > budget:
+            continue
+        used += n
+        sources.append(Source(f"S{len(sources) + 1}", ident, table, text))
+    return sources
+
+
+def build_prompt(query: str, sources: list[Source], summary: str | None, history: list[tuple]) -> str:
+    """The grounded-answer prompt: rules, conversation so far, sources, question."""
+    lines = [
+        "Answer the question using ONLY the sources below. Cite at least two sources: for each, give its",
+        "label (e.g. S1) and the exact words from it you rely on. If the sources do not answer the question,",
+        "reply with an empty answer and no citations. Do not add facts that are not in the sources.",
+        "",
+    ]
+    if summary:
+        lines += ["Conversation summary:", summary, ""]
+    if history:
+        lines += ["Recent exchanges:"] + [f"Q: {q}\nA: {a or '(refused)'}" for _, q, a, _ in history[-5:]] + [""]
+    lines += ["Sources:"] + [f"[{s.label}] {s.text}" for s in sources] + ["", f"Question: {query}"]
+    return "\n".join(lines)
+
+
+def _refusal(reason: str, sources: list[dict] | None = None, coverage: float | None = None,
+             confidence: float | None = None) -> dict[str, Any]:
+    return {"answer": None, "refused": True, "reason": reason, "sources": sources or [],
+            "coverage": coverage, "confidence": confidence}
+
+
+def verify(reply: GroundedAnswer, sources: list[Source]) -> dict[str, Any]:
+    """Check the reply against the sources: quotes must occur in the cited source; >= 2 sources; coverage."""
+    by_label = {s.label: s for s in sources}
+    cited: dict[str, dict[str, Any]] = {}
+    for c in reply.citations:
+        src = by_label.get(c.source.strip().strip("[]"))
+        quote = normalize(c.quote)
+        if src is None or len(quote) < 3 or quote not in normalize(src.text):
+            continue  # unverifiable citation: ignored, never trusted
+        cited.setdefault(src.id, {"id": src.id, "table": src.table, "label": src.label, "text": src.text,
+                                  "quote": c.quote})
+    answer = reply.answer.strip()
+    confidence = float(reply.confidence)
+    found = list(cited.values())
+    if not answer:
+        return _refusal("the model found no answer in the sources", found, None, confidence)
+    coverage = grounding_coverage(answer, [s["text"] for s in found])
+    if len(found) < MIN_CITED_SOURCES:
+        return _refusal(f"{len(found)} verified citation(s); need {MIN_CITED_SOURCES}", found, coverage, confidence)
+    if coverage < MIN_COVERAGE:
+        return _refusal(f"coverage {coverage:.2f} of the answer by its cited sources is below {MIN_COVERAGE}",
+                        found, coverage, confidence)
+    return {"answer": answer, "refused": False, "reason": None, "sources": found, "coverage": coverage,
+            "confidence": confidence}
+
+
+def grounding_coverage(answer: str, cited_texts: list[str]) -> float:
+    """Share of the answer's content words (stemmed, stopwords dropped) present in the cited texts."""
+    words = tokenize(answer)
+    if not words:
+        return 0.0
+    support = {t for text in cited_texts for t in tokenize(text)}
+    return round(sum(w in support for w in words) / len(words), 4)
+
+
+def rolling_summary(previous: str | None, exchanges: list[tuple]) -> str:
+    """An extractive summary: the previous one plus one line per exchange, newest kept within SUMMARY_CHARS."""
+    lines = [previous] if previous else []
+    for _, q, a, refused in exchanges:
+        first = (a or "").strip().split(". ")[0] if not refused else "(refused)"
+        lines.append(f"Q: {q.strip()} -> A: {first}")
+    text = "\n".join(lines)
+    return text[-SUMMARY_CHARS:] if len(text) > SUMMARY_CHARS else text
+
