@@ -290,6 +290,8 @@ def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
 
 def abandon_exports(settings: Settings, export_ids: Sequence[str], dry_run: bool = False) -> dict[str, Any]:
     """Give up unfinalized exports (the rows stay live; the files are renamed out of the archive glob)."""
+    if not export_ids:
+        raise InvalidInput("export_ids: give at least one export id")
     with db.open_store(settings) as con:
         found = _exports(con, export_ids=list(export_ids))
         unknown = sorted(set(export_ids) - {x["export_id"] for x in found})
