@@ -13,6 +13,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli_thought",
     "engram.cli_archive",
     "engram.cli_review",
+    "engram.cli_query",
 ]
 
 
