@@ -15,6 +15,8 @@ from engram.settings import Settings
 
 log = logging.getLogger(__name__)
 
+READ_ROWS = 2048  # pending rows read per store opening (see drain)
+
 QUEUES = {
     "episodes": ("queries/pending_embed_episodes", "queries/store_episode_embeddings"),
     "facts": ("queries/pending_embed_facts", "queries/store_fact_embeddings"),
@@ -45,31 +47,51 @@ def drain(
 ) -> int:
     """Embed every pending row of `table`; returns how many were embedded.
 
-    The connection is closed while the model runs, so other processes can write in between; each
-    opening stores the previous batch and reads the next (opening a store costs tens of ms).
-    A failing embedder leaves the remaining rows pending and raises EmbedderUnavailable.
+    The connection is closed while the model runs, so other processes can write in between. Each
+    opening stores what was embedded since the last one and reads up to READ_ROWS more rows, which
+    the embedder takes embed_batch_size at a time (an opening plus its checkpoint costs tens of ms,
+    and more as the table grows, so small read batches made the queue slower than the hash embedder).
+    A failing embedder keeps what was embedded, leaves the remaining rows pending and raises
+    EmbedderUnavailable.
     """
     pending_sql, store_sql = QUEUES[table]
+    size = settings.embed_batch_size
     done = 0
-    finished: pa.Table | None = None
+    finished: list[pa.Table] = []
     while True:
         with db.open_store(settings) as con:
-            if finished is not None:
-                with db.transaction(con), db.registered(con, "incoming_embeddings", finished):
-                    db.execute(con, store_sql)
-            batch = db.rows(con, pending_sql, user_id=user_id, limit=settings.embed_batch_size)
-        if finished is not None:
-            done += finished.num_rows
-            log.info("embedded %d %s (total %d)", finished.num_rows, table, done)
-            if progress:
-                progress(finished.num_rows)
-        if not batch:
+            done += _store(con, store_sql, finished, table, done)
+            pending = db.rows(con, pending_sql, user_id=user_id, limit=max(size, READ_ROWS))
+        finished = []
+        if not pending:
             return done
-        users, ids, texts = (list(col) for col in zip(*batch, strict=True))
         try:
-            vectors = validate_vectors(embedder.embed(texts), embedder.dim, field=f"{table}.embedding")
+            for start in range(0, len(pending), size):
+                users, ids, texts = (list(col) for col in zip(*pending[start : start + size], strict=True))
+                vectors = _embed(embedder, texts, table)
+                finished.append(embeddings_table(users, ids, vectors, embedder))
+                if progress:
+                    progress(len(ids))
         except EmbedderUnavailable:
+            with db.open_store(settings) as con:
+                _store(con, store_sql, finished, table, done)
             raise
-        except Exception as exc:  # any model failure: keep the queue, report a typed error
-            raise EmbedderUnavailable(f"embedder {embedder.provider} failed: {type(exc).__name__}: {exc}") from exc
-        finished = embeddings_table(users, ids, vectors, embedder)
+
+
+def _embed(embedder: Embedder, texts: list[str], table: str) -> np.ndarray:
+    try:
+        return validate_vectors(embedder.embed(texts), embedder.dim, field=f"{table}.embedding")
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:  # any model failure: keep the queue, report a typed error
+        raise EmbedderUnavailable(f"embedder {embedder.provider} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _store(con: db.Connection, store_sql: str, finished: list[pa.Table], table: str, done: int) -> int:
+    if not finished:
+        return 0
+    incoming = pa.concat_tables(finished)
+    with db.transaction(con), db.registered(con, "incoming_embeddings", incoming):
+        db.execute(con, store_sql)
+    log.info("embedded %d %s (total %d)", incoming.num_rows, table, done + incoming.num_rows)
+    return incoming.num_rows

@@ -109,3 +109,21 @@ def test_facts_without_vectors_are_embedded_too(settings: Settings, con: db.Conn
     with db.open_store(settings) as c:
         got = c.execute("select id, embedding_dim, embedding is null from facts order by id").fetchall()
     assert got == [("f1", 384, False), ("f2", None, True)]
+
+
+def test_rows_are_read_in_chunks_and_embedded_in_batches(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram.embedding_queue as queue
+
+    monkeypatch.setattr(queue, "READ_ROWS", 5)
+    s = load_settings(embed_batch_size=2)
+    _seed(s, 12)
+    seen: list[int] = []
+    assert drain(s, HashEmbedder(384), progress=seen.append) == 12
+    assert seen == [2, 2, 1, 2, 2, 1, 2]
+    flaky_store = load_settings(embed_batch_size=2, db_path=str(s.db_path) + ".b")
+    _seed(flaky_store, 12)
+    with pytest.raises(EmbedderUnavailable):
+        drain(flaky_store, FailingAfter(ok_calls=4, exc=RuntimeError("gone")))
+    assert _status(flaky_store) == {"active": 7, "pending_embed": 5}  # 5 + 2 kept, the failing pair not
