@@ -25,6 +25,7 @@ class RowHasher:
     def __init__(self) -> None:
         self.rows = 0
         self._streams: dict[str, blake3] = {}
+        self._seen: dict[str, int] = {}  # elements fed per column path: null positions are global
         self._names: list[str] | None = None
 
     def update(self, batch: pa.RecordBatch | pa.Table) -> None:
@@ -45,12 +46,27 @@ class RowHasher:
         """The digest over the column names, the row count and every stream."""
         final = blake3()
         final.update(f"{ALGORITHM}\nrows={self.rows}\ncolumns={','.join(self._names or [])}\n".encode())
+        for key in sorted(self._seen):
+            final.update(f"{key}#n={self._seen[key]}\n".encode())
         for key in sorted(self._streams):
             final.update(f"{key}={self._streams[key].hexdigest()}\n".encode())
         return final.hexdigest()
 
-    def _put(self, key: str, data: bytes | memoryview) -> None:
-        self._streams.setdefault(key, blake3()).update(data)
+    def _put(self, key: str, data: bytes | memoryview | np.ndarray) -> None:
+        if isinstance(data, np.ndarray):
+            data = memoryview(np.ascontiguousarray(data)).cast("B")  # no copy for contiguous arrays
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = blake3(max_threads=blake3.AUTO)
+        stream.update(data)
+
+    def _feed_validity(self, key: str, arr: pa.Array) -> None:
+        """Positions of nulls, counted from the first element ever fed, so batching does not matter."""
+        offset = self._seen.get(key, 0)
+        self._seen[key] = offset + len(arr)
+        if arr.null_count:
+            valid = arr.is_valid().to_numpy(zero_copy_only=False)
+            self._put(key + "#nulls", (np.flatnonzero(~valid) + offset).astype("<i8"))
 
     def _feed(self, key: str, arr: pa.Array) -> None:
         if isinstance(arr, pa.ExtensionArray):
@@ -58,15 +74,17 @@ class RowHasher:
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         kind = arr.type
-        self._put(key + "#valid", np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), np.uint8).tobytes())
+        self._feed_validity(key, arr)
         if pa.types.is_null(kind):
             return
         if pa.types.is_boolean(kind):
             values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False).astype(np.uint8)
-            self._put(key, values.tobytes())
+            self._put(key, values)
         elif pa.types.is_integer(kind) or pa.types.is_floating(kind):
-            values = pc.fill_null(arr, pa.scalar(0, kind)).to_numpy(zero_copy_only=False)
-            self._put(key, values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes())
+            if arr.null_count:
+                arr = pc.fill_null(arr, pa.scalar(0, kind))
+            values = arr.to_numpy(zero_copy_only=False)
+            self._put(key, values.astype(values.dtype.newbyteorder("<"), copy=False))
         elif pa.types.is_timestamp(kind) or pa.types.is_date(kind) or pa.types.is_time(kind) or pa.types.is_duration(kind):
             self._feed_temporal(key, arr)
         elif pa.types.is_decimal(kind):
@@ -91,7 +109,7 @@ class RowHasher:
 
     def _feed_lengths(self, key: str, lengths: pa.Array) -> None:
         values = pc.fill_null(lengths, 0).cast(pa.int64()).to_numpy(zero_copy_only=False)
-        self._put(key + "#len", values.astype("<i8", copy=False).tobytes())
+        self._put(key + "#len", values.astype("<i8", copy=False))
 
     def _feed_temporal(self, key: str, arr: pa.Array) -> None:
         kind = arr.type
@@ -101,14 +119,14 @@ class RowHasher:
             arr = arr.cast(pa.date32())
         width = pa.int32() if pa.types.is_date32(arr.type) or arr.type.bit_width == 32 else pa.int64()
         values = pc.fill_null(arr.view(width), 0).to_numpy(zero_copy_only=False)
-        self._put(key, values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes())
+        self._put(key, values.astype(values.dtype.newbyteorder("<"), copy=False))
 
     def _feed_bytes(self, key: str, arr: pa.Array) -> None:
         flat = pc.fill_null(arr.cast(pa.large_binary()), b"")
         if not isinstance(flat, pa.Array):
             flat = pa.array(flat)
         offsets = np.frombuffer(flat.buffers()[1], dtype="<i8", count=len(flat) + 1, offset=flat.offset * 8)
-        self._put(key + "#len", np.diff(offsets).astype("<i8").tobytes())
+        self._put(key + "#len", np.diff(offsets).astype("<i8"))
         data = flat.buffers()[2]
         if data is not None and offsets[-1] > offsets[0]:
             self._put(key, memoryview(data)[int(offsets[0]):int(offsets[-1])])

@@ -42,7 +42,7 @@ def test_digest_does_not_depend_on_batching_or_parquet_storage(tmp_path: Path) -
 
 @pytest.mark.parametrize("column, index, value", [
     ("id", 3, "id3x"), ("meta", 1, '{"n": 2}'), ("at", 1, None), ("tags", 2, ["a"]), ("flag", 0, False),
-    ("score", 4, 1.3333333), ("count", 9, 10),
+    ("score", 4, 1.3333333), ("count", 9, 10), ("count", 0, None), ("embedding", 0, [0.0, 0.5, -1.0]),
 ])
 def test_digest_changes_when_one_value_changes(column: str, index: int, value: object) -> None:
     t = table()
