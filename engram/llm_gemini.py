@@ -51,7 +51,8 @@ def estimate_cost(model: str, input_tokens: int, output_tokens: int) -> float:
     price = PRICES_PER_MTOK.get(model)
     if price is None:
         base = model.split("/")[-1]
-        price = next((p for name, p in PRICES_PER_MTOK.items() if base.startswith(name)), (0.0, 0.0))
+        known = sorted((name for name in PRICES_PER_MTOK if base.startswith(name)), key=len, reverse=True)
+        price = PRICES_PER_MTOK[known[0]] if known else (0.0, 0.0)
     return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
 
