@@ -118,10 +118,14 @@ def _writer_gone(note: str | None, created_at: datetime, now: datetime) -> bool:
     """Whether an export left in 'writing' was interrupted (its writer process is gone)."""
     if now - created_at > STALE_WRITE or not note or not note.startswith("writer="):
         return True
-    host, _, pid = note.removeprefix("writer=").rpartition(":")
+    host, _, pid_text = note.removeprefix("writer=").rpartition(":")
     if host != socket.gethostname():
         return False  # another machine's writer: only the age rule applies
-    return int(pid) == os.getpid() or not _pid_alive(int(pid))
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return True
+    return pid == os.getpid() or not _pid_alive(pid)
 
 
 def _selection(
@@ -356,6 +360,13 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
     return entry
 
 
+def _entry(x: dict[str, Any]) -> dict[str, Any]:
+    """The json manifest entry of a manifest row."""
+    keys = ("export_id", "batch_id", "run_id", "user_id", "partition_date", "path", "row_count", "content_hash",
+            "file_sha256", "file_bytes", "verified_at")
+    return {"table": x["table_name"]} | {k: x[k] for k in keys}
+
+
 def export_removals(
     settings: Settings,
     user_id: str | None = None,
@@ -474,6 +485,8 @@ def finalize_removal(
             continue
         tenant = exports[0]["user_id"]
         ids = [x["export_id"] for x in exports]
+        for x in exports:  # a crash between verification and the json entry left it out: write it now
+            write_manifest_entry(archive_dir, _entry(x))
         keys = _batch_keys(archive_dir, exports)
         now = utc_naive(None)
         with db.open_store(settings) as con, \

@@ -49,6 +49,11 @@ def assert_each_row_once(settings) -> None:
         assert live_ids(con, "facts", USER) == {"f_active", "f_dep_new", "f_top", "f_mid"}
         statuses = {s for (s,) in con.execute("select distinct status from archive_exports").fetchall()}
         assert statuses <= {"finalized", "abandoned"}
+        finalized = [x for (x,) in con.execute("select export_id from archive_exports where status = 'finalized'"
+                                               ).fetchall()]
+    assert len(finalized) == 6
+    assert all((archive_dir / "_manifest" / f"{x}.json").is_file() for x in finalized)
+    with db.open_store(settings) as con:
         events = con.execute("select fact_id, count(*) from fact_events where action = 'archived' group by 1"
                              ).fetchall()
     assert sorted(f for f, n in events if n == 1) == sorted(DUE[(USER, "facts")] | DUE[(OTHER, "facts")])
