@@ -128,7 +128,7 @@ def _subject_problem(case: Case, facts: dict[str, SubjectFact]) -> str | None:
 
 def _zero() -> dict[str, Any]:
     return {"requests": 0, "decided": 0, "applied": 0, "failed": 0, "input_tokens": 0, "output_tokens": 0,
-            "cost_usd": 0.0, "skipped_budget": 0}
+            "cost_usd": 0.0, "skipped_budget": 0, "skipped_unavailable": 0}
 
 
 def resolve_pending(settings: Settings, llm: LLM | None, user_id: str, run_id: str, now: datetime,
@@ -160,8 +160,11 @@ def resolve_pending(settings: Settings, llm: LLM | None, user_id: str, run_id: s
     provider_down = False
     for kind in kinds:
         for request in build_requests(kind, [c for c in live if c.kind == kind], facts, settings.llm_max_prompt_tokens):
-            if provider_down or spent + request.estimated_tokens > settings.llm_run_token_budget:
-                counts["skipped_budget"] += 0 if provider_down else len(request.cases)
+            if provider_down:  # the provider already failed after its retries this run: stop calling it
+                counts["skipped_unavailable"] += len(request.cases)
+                continue
+            if spent + request.estimated_tokens > settings.llm_run_token_budget:
+                counts["skipped_budget"] += len(request.cases)
                 continue
             before = usage.tokens
             result = _call(llm, request, usage)

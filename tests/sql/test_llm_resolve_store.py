@@ -92,7 +92,8 @@ def test_no_llm_changes_nothing_and_returns_zeros(settings: Settings, coffee: st
         before = snapshot(con)
     counts = resolve_pending(settings, None, U, RUN, NOW)
     assert counts == {"requests": 0, "decided": 0, "applied": 0, "failed": 0, "input_tokens": 0,
-                      "output_tokens": 0, "cost_usd": 0.0, "skipped_budget": 0}
+                      "output_tokens": 0, "cost_usd": 0.0, "skipped_budget": 0,
+                      "skipped_unavailable": 0}
     with db.open_store(settings) as con:
         assert snapshot(con) == before
         assert review(con, coffee)["status"] == "pending"
@@ -268,8 +269,11 @@ def test_provider_outage_leaves_cases_pending_without_an_attempt(settings: Setti
     def down(prompt: str, schema: type[BaseModel]) -> str:
         raise LLMUnavailable("gemini did not answer after 4 attempt(s): ReadTimeout")
 
+    with db.open_store(settings) as con:
+        add_facts(con, U, [{"id": "m1", "text": "Alice lives in Berlin"}, {"id": "m2", "text": "Alice lives in Berlin now"}])
+        merge_case(con, U, ["m1", "m2"])
     counts = resolve_pending(settings, FakeLLM(down), U, RUN, NOW)
-    assert counts["applied"] == 0 and counts["requests"] == 1
+    assert counts["applied"] == 0 and counts["requests"] == 1 and counts["skipped_unavailable"] == 1
     with db.open_store(settings) as con:
         row = review(con, coffee)
         assert row["status"] == "pending" and row["attempts"] == 0 and "LLMUnavailable" in row["error"]
