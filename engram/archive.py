@@ -465,8 +465,11 @@ def finalize_removal(
     if not dry_run:
         abandon_interrupted(settings)
     with db.open_store(settings) as con:
-        pending = _exports(con, user_id=user_id, run_id=run_id, statuses=["exported"],
+        matched = _exports(con, user_id=user_id, run_id=run_id, statuses=["exported"],
                            export_ids=list(export_ids) if export_ids else None)
+        wanted = {x["batch_id"] for x in matched}
+        # a batch is finalized whole: a fact leaves only together with its fact_sources file
+        pending = [x for x in _exports(con, user_id=user_id, statuses=["exported"]) if x["batch_id"] in wanted]
     batches: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for x in sorted(pending, key=lambda x: x["export_id"]):
         batches[x["batch_id"]].append(x)

@@ -234,3 +234,13 @@ def test_mark_removal_sets_status_with_audit_and_rejects_unknown_ids(seeded) -> 
     due = archive.list_removal_candidates(seeded, user_id=USER, table="facts", as_of=now + timedelta(days=30),
                                           sample=100)
     assert {"f_active", "f_loser"} <= {s["id"] for s in due["sample"]}
+
+
+def test_finalizing_one_export_finalizes_its_whole_batch(seeded) -> None:
+    exported = archive.export_removals(seeded, user_id=USER, as_of=AS_OF, run_id="r1")
+    facts_export = next(f["export_id"] for f in exported["files"] if f["table"] == "facts")
+    result = archive.finalize_removal(seeded, export_ids=[facts_export])
+    assert result["rows"] == {"facts": 5, "fact_sources": 6, "episodes": 2}
+    with db.open_store(seeded) as con:
+        assert violations(con) == {}
+        assert con.execute("select count(*) from fact_sources where fact_id = 'f_rm'").fetchall() == [(0,)]
