@@ -22,6 +22,7 @@ import pyarrow as pa
 from engram import db, fact_ops
 from engram.claims import best_sentence, claim_type, self_containedness, valence_conflict
 from engram.cluster import centrality, cluster_embeddings
+from engram.crash import crash_point
 from engram.confidence import decayed_array, initial_confidence, reinforced
 from engram.embed import Embedder
 from engram.merge import FactInfo, components, plan_merges, similar_pairs
@@ -73,10 +74,13 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, 
     counts["seconds"] = round(time.perf_counter() - t0, 3)
     if ctx.dry_run:
         return {**counts, "dry_run": True}
+    crash_point(f"{stage}:before_write")
     with db.open_store(ctx.settings) as con, db.transaction(con):
         if writer is not None:
             writer(con)
+        crash_point(f"{stage}:mid_write")
         record_stage(con, ctx.run_id, ctx.user_id, stage, ctx.as_of, started, counts)
+    crash_point(f"{stage}:after_write")
     log.info("stage %s user=%s run=%s %s", stage, ctx.user_id, ctx.run_id, counts)
     return counts
 
@@ -534,3 +538,39 @@ def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
     with db.open_store(ctx.settings) as con:
         changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
     return {"facts_embedded": embedded, "changes": changes.to_dicts()}
+
+
+def run_tenant(
+    settings: Settings,
+    user_id: str,
+    run_id: str,
+    as_of: datetime,
+    stages: list[str] | tuple[str, ...] = STAGES,
+    dry_run: bool = False,
+    embedder: Embedder | None = None,
+    llm: Any = None,
+) -> dict[str, Any]:
+    """Every chosen stage for one tenant, in pipeline order, under the tenant's lease (no Prefect)."""
+    from engram import embed as embedders
+    from engram.runs import tenant_lease
+
+    embedder = embedder or embedders.from_settings(settings)
+    ctx = StageContext(settings, user_id, run_id, as_of, dry_run)
+    steps: dict[str, Callable[[], dict[str, Any]]] = {
+        "embed": lambda: embed_pending(ctx, embedder),
+        "extract": lambda: extract(ctx, embedder, llm),
+        "confidence": lambda: confidence(ctx, embedder),
+        "merge": lambda: merge(ctx, embedder),
+        "resolve": lambda: resolve(ctx, llm),
+        "deprecate": lambda: deprecate(ctx),
+        "archive": lambda: _archive(ctx),
+        "publish": lambda: publish(ctx, embedder),
+    }
+    with tenant_lease(settings, user_id, run_id):
+        return {stage: steps[stage]() for stage in STAGES if stage in stages}
+
+
+def _archive(ctx: StageContext) -> dict[str, Any]:
+    from engram.archive import archive_due
+
+    return archive_due(ctx.settings, ctx.user_id, ctx.as_of, ctx.run_id, dry_run=ctx.dry_run)

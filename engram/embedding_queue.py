@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from engram import db
+from engram.crash import crash_point
 from engram.embed import Embedder, validate_vectors
 from engram.errors import EmbedderUnavailable
 from engram.settings import Settings
@@ -93,5 +94,6 @@ def _store(con: db.Connection, store_sql: str, finished: list[pa.Table], table: 
     incoming = pa.concat_tables(finished)
     with db.transaction(con), db.registered(con, "incoming_embeddings", incoming):
         db.execute(con, store_sql)
+        crash_point(f"embed:{table}:mid_write")
     log.info("embedded %d %s (total %d)", incoming.num_rows, table, done + incoming.num_rows)
     return incoming.num_rows

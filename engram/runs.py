@@ -61,6 +61,20 @@ def record_stage(
     )
 
 
+def _holder_is_dead(holder: str) -> bool:
+    """True when the holder ran on this host and its process no longer exists."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 @contextmanager
 def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = timedelta(hours=2)) -> Iterator[None]:
     """Hold the tenant's consolidation lease for the block; LeaseHeld if another live run has it."""
@@ -70,6 +84,13 @@ def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = time
         db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
                    now=now, expires_at=now + ttl)
         current = db.rows(con, "queries/lease_holder", user_id=user_id)
+    if current and current[0][0] != holder and _holder_is_dead(current[0][0]):
+        # the holder was killed on this host (kill -9, OOM): its lease is void, take it over
+        with db.open_store(settings) as con, db.transaction(con):
+            db.execute(con, "queries/release_lease", user_id=user_id, holder=current[0][0])
+            db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
+                       now=now, expires_at=now + ttl)
+            current = db.rows(con, "queries/lease_holder", user_id=user_id)
     if not current or current[0][0] != holder:
         other = current[0] if current else ("?", "?", "?")
         raise LeaseHeld(f"tenant {user_id} is being consolidated by {other[0]} (run {other[1]}) until {other[2]}")

@@ -1,0 +1,74 @@
+"""SIGKILL the nightly run at every stage boundary and mid-write; the re-run must end where an
+uninterrupted run ends: same facts, confidences, statuses, sources, events, reviews; no episode lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram import db
+from engram.crash import CRASH_ENV
+from tests.consolidation_scenario import seed
+
+ROOT = Path(__file__).resolve().parents[2]
+STAGES = "embed,extract,confidence,merge,resolve,deprecate,publish"
+CRASH_POINTS = ["embed:episodes:mid_write"] + [
+    f"{stage}:{point}"
+    for stage in ("extract", "confidence", "merge", "deprecate")
+    for point in ("before_write", "mid_write", "after_write")
+]
+
+
+def run_script(env: dict[str, str], crash_at: str | None = None) -> int:
+    env = {**env, "PYTHONPATH": str(ROOT)}
+    env.pop(CRASH_ENV, None)
+    if crash_at:
+        env[CRASH_ENV] = crash_at
+    proc = subprocess.run([sys.executable, "-m", "tests.reliability.run_tenant_script", STAGES],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr[-2000:]
+    return proc.returncode
+
+
+def store_state(settings) -> dict[str, list]:
+    queries = {
+        "facts": "select * exclude (embedding) from facts order by all",
+        "fact_sources": "select * exclude (created_at) from fact_sources order by all",
+        "fact_events": "select * from fact_events order by all",
+        "llm_reviews": "select * from llm_reviews order by all",
+        "episodes": "select * exclude (ingested_at, embedding) from episodes order by all",
+        "runs": "select run_id, user_id, stage, status from runs order by all",
+    }
+    with db.open_store(settings) as con:
+        return {name: con.execute(q).fetchall() for name, q in queries.items()}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, list]:
+    """The store after one uninterrupted run."""
+    from engram.settings import load_settings
+
+    base = tmp_path_factory.mktemp("reference")
+    env = {**os.environ, "ENGRAM_DB_PATH": str(base / "ref.duckdb"), "ENGRAM_EMBEDDER": "hash",
+           "ENGRAM_LLM": "none", "ENGRAM_ARCHIVE_DIR": str(base / "archive")}
+    settings = load_settings(db_path=env["ENGRAM_DB_PATH"], embedder="hash", llm="none",
+                             archive_dir=env["ENGRAM_ARCHIVE_DIR"])
+    seed(settings)
+    assert run_script(env) == 0
+    return store_state(settings)
+
+
+@pytest.mark.parametrize("crash_at", CRASH_POINTS)
+def test_killed_run_then_rerun_equals_uninterrupted(settings, reference, crash_at: str) -> None:
+    seed(settings)
+    env = dict(os.environ)
+    assert run_script(env, crash_at) == -signal.SIGKILL
+    assert run_script(env) == 0
+    state = store_state(settings)
+    for table, rows in reference.items():
+        assert state[table] == rows, f"{table} differs after a crash at {crash_at}"
