@@ -135,11 +135,7 @@ def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: 
     facts = search_memory(query, "facts", MAX_FACTS, user_id, settings=settings, con=con, embedder=embedder)
     items = [(h.id, "facts", h.text) for h in facts]
     vectors, embedder = embed_query(settings, [query], embedder)
-    index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
-    rows, sims = index.vector_top(vectors[0], MAX_ENTITIES)
-    f = candidates.Filters(user_id=user_id, now=utcnow(), min_confidence=settings.deprecate_below)
-    kept = candidates.fetch(con, "kg_entities", [index.ids[r] for r in rows[sims >= settings.min_floor]], f)
-    items += [(i, "kg_entities", kept[i]["text"]) for i in (index.ids[r] for r in rows) if i in kept]
+    items += candidates.retrying(_entities, con, settings, embedder, vectors[0], user_id)
     sources: list[Source] = []
     used = 0
     for ident, table, text in items:
@@ -149,6 +145,14 @@ def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: 
         used += n
         sources.append(Source(f"S{len(sources) + 1}", ident, table, text))
     return sources
+
+
+def _entities(con, settings: Settings, embedder: Any, qvec, user_id: str) -> list[tuple[str, str, str]]:
+    index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
+    rows, sims = index.vector_top(qvec, MAX_ENTITIES)
+    f = candidates.Filters(user_id=user_id, now=utcnow(), min_confidence=settings.deprecate_below)
+    kept = candidates.fetch(con, index, rows[sims >= settings.min_floor], f)
+    return [(i, "kg_entities", kept[i]["text"]) for i in (index.ids[r] for r in rows) if i in kept]
 
 
 def build_prompt(query: str, sources: list[Source], summary: str | None, history: list[tuple]) -> str:

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from engram import db
+from engram.errors import StoreError
 
 CANDIDATE_QUERIES = {
     "episodes": "queries/query_episode_candidates",
@@ -35,11 +36,21 @@ class Filters:
         return self.as_of or self.now
 
 
-def fetch(con: db.Connection, table: str, ids: list[str], f: Filters) -> dict[str, dict[str, Any]]:
-    """The rows among `ids` of `table` that pass the filters, keyed by id."""
-    if not ids:
+class StaleIndex(StoreError):
+    """A cached index points at rowids that no longer hold its rows; rebuild it and retry."""
+
+
+def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, dict[str, Any]]:
+    """The rows at index positions `rows` that pass the filters, keyed by id (point fetch by rowid).
+
+    Raises StaleIndex when a rowid no longer holds the id the index expects.
+    """
+    rows = [int(r) for r in rows]
+    if not rows:
         return {}
-    common: dict[str, Any] = {"user_id": f.user_id, "ids": ids, "include_tags": list(f.include_tags)}
+    table = index.table
+    expected = {int(index.rowids[r]): index.ids[r] for r in rows}
+    common: dict[str, Any] = {"user_id": f.user_id, "row_ids": list(expected), "include_tags": list(f.include_tags)}
     if table == "episodes":
         params = common | {
             "include_private": f.include_private, "exclude_tags": list(f.exclude_tags),
@@ -53,4 +64,20 @@ def fetch(con: db.Connection, table: str, ids: list[str], f: Filters) -> dict[st
     else:
         params = common | {"min_confidence": f.min_confidence}
     frame = db.query(con, CANDIDATE_QUERIES[table], **params)
-    return {row["id"]: row for row in frame.iter_rows(named=True)}
+    found = {row["row_id"]: row for row in frame.iter_rows(named=True)}
+    if len(found) != len(expected) or any(found[r]["id"] != i for r, i in expected.items() if r in found):
+        stale = StaleIndex(f"{table} index of the tenant is stale")
+        stale.key = index.key
+        raise stale
+    return {row["id"]: row for row in found.values() if row["eligible"]}
+
+
+def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call fn; on StaleIndex drop the stale index and call it once more (it rebuilds)."""
+    from engram.query.vector_index import CACHE
+
+    try:
+        return fn(*args, **kwargs)
+    except StaleIndex as exc:
+        CACHE.invalidate(exc.key)
+        return fn(*args, **kwargs)

@@ -70,7 +70,7 @@ def inner_voice(
 
 def _run(con, settings, embedder, qvec, content, top_k, sim_thresh, stage_kg, confidence_min,
          max_nodes, max_edges, save, mark, user_id, llm) -> dict[str, Any]:
-    sources = similar_thoughts(con, settings, embedder, qvec, user_id, top_k, sim_thresh)
+    sources = candidates.retrying(similar_thoughts, con, settings, embedder, qvec, user_id, top_k, sim_thresh)
     answer = synthesize(content, sources, llm) if sources else ""
     extraction = _extract(sources) if stage_kg else []
     saved_id = None
@@ -102,7 +102,7 @@ def similar_thoughts(con, settings: Settings, embedder: Any, qvec, user_id: str,
     f = candidates.Filters(user_id=user_id, now=utcnow(), kinds=("thought",))
     keep = sims >= sim_thresh
     rows, sims = rows[keep], sims[keep]
-    kept = candidates.fetch(con, "episodes", [index.ids[r] for r in rows], f)
+    kept = candidates.fetch(con, index, rows, f)
     out = []
     for r, s in zip(rows.tolist(), sims.tolist(), strict=True):
         row = kept.get(index.ids[r])

@@ -91,16 +91,24 @@ def _fetch_sources(
     cap = min(3 * top_k, settings.max_candidates_per_source)
     pools: dict[str, list[Candidate]] = {}
     for table in ("facts", "kg_entities", "episodes"):
-        index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
-        rows, sims = index.vector_top(qvec, min(4 * cap, max(index.matrix.shape[0], 1)))
-        kept = candidates.fetch(con, table, [index.ids[r] for r in rows], f)
-        pool = [
-            Candidate(table, kept[index.ids[r]], float(s), content_hash(kept[index.ids[r]]["text"]))
-            for r, s in zip(rows.tolist(), sims.tolist(), strict=True)
-            if index.ids[r] in kept
-        ]
-        pools[table] = pool[:cap]
+        pools[table] = candidates.retrying(_source_pool, con, settings, embedder, qvec, table, cap, f)
     return pools
+
+
+def _source_pool(
+    con: db.Connection, settings: Settings, embedder: Any, qvec: np.ndarray, table: str, cap: int,
+    f: candidates.Filters,
+) -> list[Candidate]:
+    """One source's candidates: cosine top rows that pass the filters, at most `cap`."""
+    index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+    rows, sims = index.vector_top(qvec, min(4 * cap, max(index.matrix.shape[0], 1)))
+    kept = candidates.fetch(con, index, rows, f)
+    pool = [
+        Candidate(table, kept[index.ids[r]], float(s), content_hash(kept[index.ids[r]]["text"]))
+        for r, s in zip(rows.tolist(), sims.tolist(), strict=True)
+        if index.ids[r] in kept
+    ]
+    return pool[:cap]
 
 
 def _adaptive_floor(scores: list[float], top_k: int, floor: float | None, settings: Settings) -> float:

@@ -122,11 +122,18 @@ def _search(
 ) -> list[Hit]:
     hits: list[Hit] = []
     for table in tables:
-        index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
-        hits.extend(search_table(con, settings, index, query, qvec, limit, f, method))
+        hits.extend(candidates.retrying(_search_one, con, settings, table, query, qvec, embedder, limit, f, method))
     hits.sort(key=lambda h: (-h.score, h.table, h.id))
     log.info("search: %d hit(s) from %s", min(len(hits), limit), ",".join(tables))
     return hits[:limit]
+
+
+def _search_one(
+    con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
+    limit: int, f: candidates.Filters, method: str,
+) -> list[Hit]:
+    index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+    return search_table(con, settings, index, query, qvec, limit, f, method)
 
 
 def search_table(
@@ -142,7 +149,7 @@ def search_table(
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method)
-        kept = candidates.fetch(con, index.table, [index.ids[r] for r in rows], f)
+        kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
             break
         want = min(want * 4, cap)

@@ -33,6 +33,8 @@ class TableIndex:
 
     table: str
     signature: tuple
+    key: tuple                  # (store, user_id, table, model, dim)
+    rowids: np.ndarray          # int64 [n]: DuckDB rowid of each row, for point fetches
     ids: list[str]
     texts: list[str] | None
     matrix: np.ndarray          # float32 [n_vec, dim], rows L2-normalised
@@ -42,7 +44,7 @@ class TableIndex:
     next: np.ndarray            # int64 [n]: next row of the same session, or -1
     pos: dict[str, int] = field(default_factory=dict)
     _bm25: BM25 | None = None
-    _sketch: np.ndarray | None = None
+    _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -106,13 +108,29 @@ class TableIndex:
         return scores
 
     def _sketch_top(self, qvec: np.ndarray, want: int) -> np.ndarray:
+        """Matrix rows nearest by Hamming distance of sign bits (about `want`, ties cut by position)."""
         with self._lock:
             if self._sketch is None:
-                self._sketch = np.packbits(self.matrix > 0, axis=1)
-        qbits = np.packbits(qvec > 0)
-        distance = np.bitwise_count(np.bitwise_xor(self._sketch, qbits)).sum(axis=1, dtype=np.int32)
+                self._sketch = [np.ascontiguousarray(col) for col in _sign_words(self.matrix).T]
+        qwords = _sign_words(qvec[None, :])[0]
+        distance = np.bitwise_count(self._sketch[0] ^ qwords[0]).astype(np.uint16)
+        for col, word in zip(self._sketch[1:], qwords[1:], strict=True):
+            distance += np.bitwise_count(col ^ word)
         want = min(want, len(distance))
-        return np.argpartition(distance, want - 1)[:want]
+        # distances are small integers: a histogram finds the cut-off without sorting a million rows
+        cutoff = int(np.searchsorted(np.cumsum(np.bincount(distance)), want))
+        inside = np.flatnonzero(distance < cutoff)
+        ties = np.flatnonzero(distance == cutoff)[: want - len(inside)]
+        return np.concatenate([inside, ties])
+
+
+def _sign_words(matrix: np.ndarray) -> np.ndarray:
+    """Sign bits of each row packed into uint64 words (column-major friendly), zero-padded."""
+    bits = np.packbits(matrix > 0, axis=1)
+    pad = (-bits.shape[1]) % 8
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits).view(np.uint64)
 
 
 def _gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -133,10 +151,12 @@ def _neighbours(sessions: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
     return prev, nxt
 
 
-def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple) -> TableIndex:
+def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
+                key: tuple = ()) -> TableIndex:
     """Read one table of one tenant into a TableIndex."""
     arrow = db.query_arrow(con, f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim)
     ids = arrow.column("id").to_pylist()
+    rowids = arrow.column("row_id").to_numpy().astype(np.int64)
     sessions = arrow.column("session_id").to_pylist()
     emb = arrow.column("embedding").combine_chunks()
     valid = np.asarray(emb.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -151,7 +171,7 @@ def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: i
     vec_row[vec_pos] = np.arange(len(vec_pos))
     prev, nxt = _neighbours(sessions)
     return TableIndex(
-        table=table, signature=signature, ids=ids, texts=arrow.column("text").to_pylist(),
+        table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=arrow.column("text").to_pylist(),
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
         pos={i: p for p, i in enumerate(ids)},
     )
@@ -177,7 +197,7 @@ class IndexCache:
             if entry is not None and entry.signature == signature:
                 self._entries.move_to_end(key)
                 return entry
-        index = build_index(con, table, user_id, model, dim, signature)
+        index = build_index(con, table, user_id, model, dim, signature, key)
         log.info("built %s index: %d rows, %d vectors", table, index.n, index.matrix.shape[0])
         with self._lock:
             self.builds += 1
@@ -186,6 +206,11 @@ class IndexCache:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
         return index
+
+    def invalidate(self, key: tuple) -> None:
+        """Drop one index (its rowids no longer match the store); the next get rebuilds it."""
+        with self._lock:
+            self._entries.pop(key, None)
 
     def clear(self) -> None:
         """Drop every cached index."""

@@ -1,7 +1,10 @@
--- Returns the searchable episodes among $ids of the tenant that pass the symbolic filters:
--- status active or pending_embed, privacy, tags, kinds, and created no later than $as_of.
--- Params: $user_id, $ids, $include_private, $include_tags, $exclude_tags, $kinds (null = all), $as_of (null = now).
+-- Returns the tenant's episodes at the DuckDB rowids $row_ids (taken from the in-memory index), with
+-- `eligible` telling whether each passes the symbolic filters: status active or pending_embed,
+-- privacy, tags, kinds, created no later than $as_of. The caller checks every rowid still holds the
+-- id it expects (else the index is stale). Params: $user_id, $row_ids, $include_private,
+-- $include_tags, $exclude_tags, $kinds (null = all), $as_of (null = now).
 select
+    e.rowid as row_id,
     e.id,
     e.content as text,
     e.role,
@@ -13,13 +16,15 @@ select
     e.content_hash,
     e.status,
     e.visibility,
-    e.is_private
+    e.is_private,
+    (
+        e.status in ('active', 'pending_embed')
+        and ($include_private or (not e.is_private and e.visibility <> 'private'))
+        and (len($include_tags::varchar[]) = 0 or list_has_any(e.tags, $include_tags::varchar[]))
+        and not list_has_any(e.tags, $exclude_tags::varchar[])
+        and ($kinds::varchar[] is null or list_contains($kinds::varchar[], e.kind))
+        and ($as_of::timestamp is null or e.created_at <= $as_of::timestamp)
+    ) as eligible
 from episodes as e
-where e.user_id = $user_id
-    and list_contains($ids::varchar[], e.id)
-    and e.status in ('active', 'pending_embed')
-    and ($include_private or (not e.is_private and e.visibility <> 'private'))
-    and (len($include_tags::varchar[]) = 0 or list_has_any(e.tags, $include_tags::varchar[]))
-    and not list_has_any(e.tags, $exclude_tags::varchar[])
-    and ($kinds::varchar[] is null or list_contains($kinds::varchar[], e.kind))
-    and ($as_of::timestamp is null or e.created_at <= $as_of::timestamp)
+where e.rowid in (select unnest($row_ids::bigint[]))
+    and e.user_id = $user_id

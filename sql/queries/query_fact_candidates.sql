@@ -1,9 +1,11 @@
--- Returns the facts among $ids of the tenant that pass the symbolic filters, with their effective
--- (decayed) confidence at the query time: without $as_of, active facts valid now; with $as_of, the
--- facts valid then (active or since superseded). Confidence must exceed $min_confidence.
--- Params: $user_id, $ids, $include_private, $include_tags, $exclude_tags, $as_of (null = now), $now,
--- $rate, $min_confidence.
+-- Returns the tenant's facts at the DuckDB rowids $row_ids (taken from the in-memory index) with
+-- their effective (decayed) confidence at the query time, and `eligible` telling whether each passes
+-- the symbolic filters: without $as_of, active facts valid now; with $as_of, the facts valid then
+-- (active or since superseded); privacy; tags; confidence above $min_confidence. The caller checks
+-- every rowid still holds the id it expects (else the index is stale). Params: $user_id, $row_ids,
+-- $include_private, $include_tags, $exclude_tags, $as_of (null = now), $now, $rate, $min_confidence.
 select
+    f.rowid as row_id,
     f.id,
     f.text,
     f.claim_type,
@@ -18,18 +20,20 @@ select
     f.tags,
     f.content_hash,
     f.visibility,
-    f.is_private
+    f.is_private,
+    (
+        (
+            ($as_of::timestamp is null and f.status = 'active')
+            or ($as_of::timestamp is not null and f.status in ('active', 'superseded'))
+        )
+        and coalesce(f.valid_from, f.asserted_at) <= coalesce($as_of::timestamp, $now::timestamp)
+        and (f.valid_to is null or f.valid_to > coalesce($as_of::timestamp, $now::timestamp))
+        and ($include_private or (not f.is_private and f.visibility <> 'private'))
+        and (len($include_tags::varchar[]) = 0 or list_has_any(f.tags, $include_tags::varchar[]))
+        and not list_has_any(f.tags, $exclude_tags::varchar[])
+        and effective_confidence(f.confidence, f.confidence_at, coalesce($as_of::timestamp, $now::timestamp), $rate)
+            > $min_confidence
+    ) as eligible
 from facts as f
-where f.user_id = $user_id
-    and list_contains($ids::varchar[], f.id)
-    and (
-        ($as_of::timestamp is null and f.status = 'active')
-        or ($as_of::timestamp is not null and f.status in ('active', 'superseded'))
-    )
-    and coalesce(f.valid_from, f.asserted_at) <= coalesce($as_of::timestamp, $now::timestamp)
-    and (f.valid_to is null or f.valid_to > coalesce($as_of::timestamp, $now::timestamp))
-    and ($include_private or (not f.is_private and f.visibility <> 'private'))
-    and (len($include_tags::varchar[]) = 0 or list_has_any(f.tags, $include_tags::varchar[]))
-    and not list_has_any(f.tags, $exclude_tags::varchar[])
-    and effective_confidence(f.confidence, f.confidence_at, coalesce($as_of::timestamp, $now::timestamp), $rate)
-        > $min_confidence
+where f.rowid in (select unnest($row_ids::bigint[]))
+    and f.user_id = $user_id

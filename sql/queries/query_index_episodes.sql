@@ -1,7 +1,9 @@
--- Returns every episode of the tenant for the in-memory index: id, searchable text ("role: content"),
--- session_id, and the vector only when it was made by the active embedder. Ordered by session and
--- time so neighbouring turns sit next to each other. Params: $user_id, $model, $dim.
+-- Returns every episode of the tenant for the in-memory index: its DuckDB rowid (for point fetches
+-- later), id, searchable text ("role: content"), session_id, and the vector only when it was made by
+-- the active embedder. Ordered by session and time so neighbouring turns sit next to each other.
+-- Params: $user_id, $model, $dim.
 select
+    e.rowid as row_id,
     e.id,
     coalesce(e.role || ': ', '') || e.content as text,
     e.session_id,

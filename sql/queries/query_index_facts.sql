@@ -1,6 +1,8 @@
--- Returns every fact of the tenant for the in-memory index: id, text, and the vector only when it
--- was made by the active embedder. Params: $user_id, $model, $dim.
+-- Returns every fact of the tenant for the in-memory index: its DuckDB rowid (for point fetches
+-- later), id, text, and the vector only when it was made by the active embedder.
+-- Params: $user_id, $model, $dim.
 select
+    f.rowid as row_id,
     f.id,
     f.text as text,
     null::varchar as session_id,

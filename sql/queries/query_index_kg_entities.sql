@@ -1,6 +1,8 @@
--- Returns every KG entity of the tenant for the in-memory index: id, text (name and type), and
--- the vector only when it was made by the active embedder. Params: $user_id, $model, $dim.
+-- Returns every KG entity of the tenant for the in-memory index: its DuckDB rowid (for point fetches
+-- later), id, text (name and type), and the vector only when it was made by the active embedder.
+-- Params: $user_id, $model, $dim.
 select
+    k.rowid as row_id,
     k.id,
     k.name || coalesce(' (' || k.entity_type || ')', '') as text,
     null::varchar as session_id,

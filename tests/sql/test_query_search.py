@@ -155,3 +155,14 @@ def test_bad_input_names_the_field(settings, con, kwargs, field):
     args = {"query": "x", "search_type": "both", "limit": 5, "user_id": "u1"} | kwargs
     with pytest.raises(InvalidInput, match=field):
         search_memory(settings=settings, con=con, **args)
+
+
+def test_stale_rowids_are_detected_and_the_index_rebuilt(settings, con):
+    seed_episodes(settings, con, [{"id": "a", "content": "The violin lesson is on Tuesday"},
+                                  {"id": "b", "content": "Buy new strings for the cello"}])
+    assert ids(search_memory("violin lesson", "episodes", 1, "u1", settings=settings, con=con)) == ["a"]
+    index = next(iter(CACHE._entries.values()))
+    index.rowids = index.rowids[::-1].copy()  # what a delete+insert rewrite of rows looks like to the cache
+    builds = CACHE.builds
+    assert ids(search_memory("violin lesson", "episodes", 1, "u1", settings=settings, con=con)) == ["a"]
+    assert CACHE.builds == builds + 1

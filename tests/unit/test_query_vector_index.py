@@ -15,7 +15,7 @@ def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has
     vec_row = np.full(n, -1)
     vec_row[vec_pos] = np.arange(len(vec_pos))
     prev, nxt = _neighbours(sessions or [None] * n)
-    return TableIndex("episodes", (), [f"r{i}" for i in range(n)], ["x"] * n,
+    return TableIndex("episodes", (), ("test",), np.arange(n), [f"r{i}" for i in range(n)], ["x"] * n,
                       np.ascontiguousarray(matrix[has]), vec_row, vec_pos, prev, nxt)
 
 
