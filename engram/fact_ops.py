@@ -147,7 +147,7 @@ def merge(
 
 
 def revert_run(con: db.Connection, user_id: str, run_id: str, now: datetime) -> int:
-    """Undo every fact change a run made (confidence, status, merge pointer), newest first; audited."""
+    """Undo every fact change a run made (confidence, status, merge pointer, valid_to), newest first; audited."""
     events = db.rows(con, "queries/fact_events_of_run", user_id=user_id, run_id=run_id)
     reverted = 0
     revert_run_id = f"revert-{run_id}"
@@ -162,5 +162,7 @@ def revert_run(con: db.Connection, user_id: str, run_id: str, now: datetime) -> 
         apply_changes(con, user_id, f"{revert_run_id}-{reverted}", [change], now)
         if action == "merged" and status_before != "merged_into":
             db.execute(con, "queries/clear_merge_pointer", user_id=user_id, fact_id=fact_id)
+        if action == "superseded" and status_before != "superseded":
+            db.execute(con, "queries/clear_valid_to", user_id=user_id, fact_id=fact_id)
         reverted += 1
     return reverted

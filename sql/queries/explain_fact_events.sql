@@ -5,4 +5,4 @@ select
 from fact_events as v
 where v.user_id = $user_id
     and v.fact_id = $fact_id
-order by v.created_at, v.action
+order by v.seq

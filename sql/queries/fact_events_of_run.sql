@@ -8,4 +8,4 @@ select
 from fact_events as v
 where v.user_id = $user_id
     and v.run_id = $run_id
-order by v.created_at desc, v.id desc
+order by v.seq desc

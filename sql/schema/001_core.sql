@@ -67,8 +67,12 @@ create table if not exists fact_sources (
     primary key (user_id, fact_id, episode_id, relation)
 );
 
+-- Events are ordered by seq (many share one logical created_at: the run's as_of).
+create sequence if not exists fact_event_seq;
+
 create table if not exists fact_events (
     id                varchar not null primary key,
+    seq               bigint not null default nextval('fact_event_seq'),
     user_id           varchar not null,
     fact_id           varchar not null,
     run_id            varchar not null,
