@@ -20,6 +20,8 @@ def cluster_embeddings(
     n = len(vectors)
     if n < max(min_cluster_size, 2):
         return np.full(n, -1, dtype=np.int64)
+    if float(np.ptp(vectors, axis=0).max()) < 1e-6:  # identical points: one cluster, PCA would divide by 0
+        return np.zeros(n, dtype=np.int64)
     import hdbscan
     from sklearn.decomposition import PCA
 
