@@ -59,7 +59,7 @@ def synthetic(n: int, rng: np.random.Generator, centroids: np.ndarray, vocab: np
     lengths = rng.integers(8, 15, n)
     words = rng.choice(vocab, size=(n, 14))
     texts = [" ".join(words[i, : lengths[i]]) for i in range(n)]
-    now = datetime(2026, 1, 1)
+    now = datetime.now(UTC).replace(tzinfo=None)  # fresh facts: no confidence decay yet
     ids = [f"f{start + i}" for i in range(n)]
     offsets = pa.array(np.arange(0, n * DIM + 1, DIM, dtype=np.int32))
     emb = pa.ListArray.from_arrays(offsets, pa.array(vecs.ravel(), pa.float32()))

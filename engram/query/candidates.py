@@ -9,6 +9,16 @@ from typing import Any
 from engram import db
 from engram.errors import StoreError
 
+# The column order of each candidate query (rows come back as tuples: cheaper than a DataFrame).
+COLUMNS = {
+    "episodes": ("row_id", "id", "text", "role", "session_id", "kind", "origin", "created_at", "tags",
+                 "content_hash", "status", "visibility", "is_private", "eligible"),
+    "facts": ("row_id", "id", "text", "claim_type", "category", "confidence", "status", "created_at",
+              "asserted_at", "valid_from", "valid_to", "tags", "content_hash", "visibility", "is_private",
+              "eligible"),
+    "kg_entities": ("row_id", "id", "name", "entity_type", "text", "confidence", "created_at", "source_refs",
+                    "eligible"),
+}
 CANDIDATE_QUERIES = {
     "episodes": "queries/query_episode_candidates",
     "facts": "queries/query_fact_candidates",
@@ -63,8 +73,11 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         }
     else:
         params = common | {"min_confidence": f.min_confidence}
-    frame = db.query(con, CANDIDATE_QUERIES[table], **params)
-    found = {row["row_id"]: row for row in frame.iter_rows(named=True)}
+    names = COLUMNS[table]
+    found = {}
+    for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
+        row = dict(zip(names, values, strict=True))
+        found[row["row_id"]] = row
     if len(found) != len(expected) or any(found[r]["id"] != i for r, i in expected.items() if r in found):
         stale = StaleIndex(f"{table} index of the tenant is stale")
         stale.key = index.key
