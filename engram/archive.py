@@ -36,8 +36,8 @@ from engram.archive_files import (
     check_run_id,
     crash_point,
     partition_dir,
-    read_batches,
     read_columns,
+    read_matching,
     set_aside,
     verify,
     write_manifest_entry,
@@ -570,15 +570,20 @@ def restore(
     for export_id, group in picked.group_by("export_id", maintain_order=True):
         x = exports[export_id[0]]
         path = archive_dir / x["path"]
-        problems = verify(path, x["row_count"], x["content_hash"], x["file_sha256"], x["file_bytes"])
+        # the manifest's sha256 was taken from bytes whose rows were verified: same bytes, same rows
+        problems = verify(path, None, None, x["file_sha256"], x["file_bytes"], decode=False)
         if problems:
             raise ArchiveIntegrityError("restore refused, nothing restored: " + "; ".join(problems))
-        chosen = pa.array(group["row_id"].to_list(), pa.string())
-        for batch in read_batches(path):
-            part = pa.Table.from_batches([batch])
-            part = part.filter(pc.is_in(_row_ids(x["table_name"], part), value_set=chosen))
-            if part.num_rows:
-                incoming[x["table_name"]].append(part)
+        row_ids = group["row_id"].to_list()
+        if x["table_name"] == "fact_sources":
+            part = read_matching(path, "fact_id", sorted({r.split(_SEP, 1)[0] for r in row_ids}))
+        else:
+            part = read_matching(path, "id", row_ids)
+        part = part.filter(pc.is_in(_row_ids(x["table_name"], part), value_set=pa.array(row_ids, pa.string())))
+        if part.num_rows != len(row_ids):
+            raise ArchiveIntegrityError(f"restore refused, nothing restored: {path} holds {part.num_rows} of the "
+                                        f"{len(row_ids)} rows the index says it archived")
+        incoming[x["table_name"]].append(part)
     keys = picked.select("table_name", "row_id", "export_id").to_arrow()
     inserted: dict[str, int] = {}
     now = utc_naive(None)

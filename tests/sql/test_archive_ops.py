@@ -244,3 +244,17 @@ def test_finalizing_one_export_finalizes_its_whole_batch(seeded) -> None:
     with db.open_store(seeded) as con:
         assert violations(con) == {}
         assert con.execute("select count(*) from fact_sources where fact_id = 'f_rm'").fetchall() == [(0,)]
+
+
+def test_restore_refuses_a_damaged_file_and_restores_nothing(seeded) -> None:
+    archive.archive_due(seeded, USER, AS_OF, "run-1")
+    facts_file = next(Path(seeded.archive_dir).rglob("table=facts/**/*.parquet"))
+    data = facts_file.read_bytes()
+    facts_file.write_bytes(data[:-10] + bytes(10))  # same size, different bytes
+    with pytest.raises(archive.ArchiveIntegrityError, match="sha256"):
+        archive.restore(seeded, USER)
+    with db.open_store(seeded) as con:
+        assert archived_ids(con, "facts", USER) == sorted(DUE[(USER, "facts")])
+        assert archived_ids(con, "episodes", USER) == sorted(DUE[(USER, "episodes")])
+    facts_file.write_bytes(data)
+    assert archive.restore(seeded, USER, ids=["f_rm"])["rows"] == {"episodes": 0, "facts": 1, "fact_sources": 2}
