@@ -321,7 +321,7 @@ def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[An
         return _read_jsonl(path)
     if fmt == "csv":
         try:
-            with path.open(newline="", encoding="utf-8") as fh:
+            with path.open(newline="", encoding="utf-8-sig") as fh:
                 reader = csv.DictReader(fh)
                 rows_ = [{k: v for k, v in row.items() if v != ""} for row in reader]
         except (UnicodeDecodeError, csv.Error) as exc:
@@ -346,7 +346,7 @@ def _read_jsonl(path: Path) -> tuple[list[int], list[Any]]:
     numbers: list[int] = []
     records: list[Any] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"file: not UTF-8 text: {exc}") from exc
     for number, line in enumerate(text.splitlines(), start=1):

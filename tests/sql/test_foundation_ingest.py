@@ -427,3 +427,15 @@ def test_file_rows_need_created_at_so_reingest_stays_idempotent(
     assert _count(con) == 0
     live = add_episodes([{"user_id": "u", "content": "live write"}], settings, con=con)
     assert live.inserted == 1  # the Python API stamps rows without a time with now
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_a_byte_order_mark_is_not_part_of_the_first_field(
+    tmp_path: Path, settings: Settings, con: db.Connection, suffix: str
+) -> None:
+    path = tmp_path / f"excel.{suffix}"
+    body = ("user_id,content,created_at\nu,with bom,2024-01-01\n" if suffix == "csv"
+            else '{"user_id": "u", "content": "with bom", "created_at": "2024-01-01"}\n')
+    path.write_bytes("\ufeff".encode() + body.encode())
+    assert _ingest_file(path, settings, con).inserted == 1
+    assert _episodes(con)[0]["user_id"] == "u"
