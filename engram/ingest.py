@@ -349,7 +349,9 @@ def _read_jsonl(path: Path) -> tuple[list[int], list[Any]]:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"file: not UTF-8 text: {exc}") from exc
-    for number, line in enumerate(text.splitlines(), start=1):
+    # only "\n" ends a record (read_text already turned \r\n into \n); str.splitlines() would also
+    # split inside JSON strings at U+2028, U+0085 and friends, which JSON allows unescaped
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         numbers.append(number)

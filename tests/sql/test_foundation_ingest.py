@@ -439,3 +439,15 @@ def test_a_byte_order_mark_is_not_part_of_the_first_field(
     path.write_bytes("\ufeff".encode() + body.encode())
     assert _ingest_file(path, settings, con).inserted == 1
     assert _episodes(con)[0]["user_id"] == "u"
+
+
+def test_unicode_line_separators_inside_json_strings_do_not_split_records(
+    tmp_path: Path, settings: Settings, con: db.Connection
+) -> None:
+    path = tmp_path / "seps.jsonl"
+    rows = [{"user_id": "u", "content": f"one{sep}two", "created_at": f"2024-01-0{i + 1}"}
+            for i, sep in enumerate(["\u2028", "\u0085", "\u2029"])]
+    path.write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\r\n", encoding="utf-8")
+    result = _ingest_file(path, settings, con)
+    assert (result.inserted, result.invalid) == (3, [])
+    assert [e["content"] for e in _episodes(con)] == ["one\u2028two", "one\u0085two", "one\u2029two"]
