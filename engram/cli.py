@@ -88,8 +88,9 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
-    from engram.ingest import IngestRejected, add_episodes, read_records
+    from engram.ingest import IngestRejected, read_records
     from engram.locomo import locomo_records
+    from engram.sharding import add_episodes_routed
 
     s = settings_or_exit()
     try:
@@ -98,8 +99,8 @@ def ingest(
             numbers = None
         else:
             numbers, records = read_records(file, format)
-        result = add_episodes(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
-                              require_created_at=True)
+        result = add_episodes_routed(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
+                                     require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
             typer.echo(f"{file}: {err}", err=True)
@@ -123,12 +124,14 @@ def embed(
     """Embed every episode and fact waiting in the queue."""
     from engram import embed as embedders
     from engram.embedding_queue import drain
+    from engram.sharding import stores_for
 
     s = settings_or_exit()
     try:
         embedder = embedders.from_settings(s)
         with typer.progressbar(length=0, label="embedding", show_pos=True) as bar:
-            n = sum(drain(s, embedder, table, user, progress=bar.update) for table in ("episodes", "facts"))
+            n = sum(drain(shard, embedder, table, user, progress=bar.update)
+                    for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
         fail(exc)
     typer.echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
@@ -141,11 +144,17 @@ def stats(
 ) -> None:
     """Row counts per table, tenant and status."""
     from engram import db as store
+    from engram.sharding import stores_for
 
     s = settings_or_exit()
     try:
-        with store.open_store(s) as con:
-            rows = store.rows(con, "queries/stats", user_id=user)
+        rows = []
+        shards = stores_for(s, user)  # every shard file, or the tenant's
+        for shard in shards:
+            with store.open_store(shard) as con:
+                rows += store.rows(con, "queries/stats", user_id=user)
+        if len(shards) > 1:
+            rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
     except EngramError as exc:
         fail(exc)
     if as_json:

@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli_archive",
     "engram.cli_review",
     "engram.cli_query",
+    "engram.cli_shard",
 ]
 
 

@@ -38,6 +38,15 @@ class Settings(BaseSettings):
     )
     lock_timeout_s: float = bounded(30.0, 0.0, 600.0, "How long a writer waits for the DB lock.")
 
+    # scale out (engram/sharding.py)
+    shards: int = bounded(1, 1, 4096, "Tenants spread over this many DuckDB shard files (1 = db_path itself).")
+    task_runner: Literal["thread", "dask"] = Field(
+        "thread", description="Runner of the sharded nightly flow (dask: ENGRAM_DASK_ADDRESS or a temporary local cluster)."
+    )
+    dask_address: str | None = Field(
+        None, description="Dask scheduler address (e.g. tcp://10.0.0.5:8786); set = run shards on Dask."
+    )
+
     # retrieval
     top_k: int = bounded(5, 1, 50, "Default result count of search_memory.")
     sim_thresh: float = bounded(0.5, 0.0, 1.0, "Minimum cosine for inner-voice RAG hits.")

@@ -13,6 +13,7 @@ from engram.errors import InvalidInput
 from engram.report import run_report_markdown, utc_naive
 from engram.runs import LeaseHeld, make_run_id, tenant_lease
 from engram.settings import load_settings
+from engram.sharding import settings_for_tenant
 from tasks import consolidate as t
 
 STAGE_TASKS = {
@@ -43,15 +44,20 @@ def nightly_consolidation(
     if unknown:
         raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
     chosen = [s for s in STAGES if s in chosen]  # always in pipeline order
+    if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):
+        from flows.sharded import run_sharded_nightly  # one task per shard file (engram/sharding.py)
+
+        return run_sharded_nightly(settings, as_of=as_of, dry_run=dry_run, stages=chosen)
     run_id = make_run_id(as_of)
     tenants = [user_id] if user_id else tenants_with_work(settings, as_of)
     logger.info("run %s: %d tenant(s), stages %s, dry_run=%s", run_id, len(tenants), chosen, dry_run)
     results: dict[str, Any] = {}
     for tenant in tenants:
+        shard = settings_for_tenant(settings, tenant)  # the tenant's shard file (db_path when unsharded)
         try:
-            with tenant_lease(settings, tenant, run_id):
+            with tenant_lease(shard, tenant, run_id):
                 results[tenant] = {
-                    stage: STAGE_TASKS[stage](settings, tenant, run_id, as_of, dry_run) for stage in chosen
+                    stage: STAGE_TASKS[stage](shard, tenant, run_id, as_of, dry_run) for stage in chosen
                 }
         except LeaseHeld as exc:
             logger.warning("skipped tenant %s: %s", tenant, exc)

@@ -1,0 +1,2 @@
+-- Detaches the reshard source shard `shard_src`. No params.
+detach shard_src
