@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engram.archive_hash import ALGORITHM, RowHasher
@@ -139,8 +140,17 @@ def read_columns(path: Path, columns: list[str]) -> pa.Table:
 
 
 def read_matching(path: Path, column: str, values: list[str]) -> pa.Table:
-    """The rows of an archive file whose `column` is in `values` (row groups pruned by statistics)."""
-    return pq.read_table(path, filters=[(column, "in", values)])
+    """The rows of an archive file whose `column` is in `values`, decoding only the row groups holding them."""
+    parquet = pq.ParquetFile(path)
+    wanted = pa.array(values, pa.string())
+    groups = [
+        i for i in range(parquet.num_row_groups)
+        if pc.any(pc.is_in(parquet.read_row_group(i, columns=[column]).column(0), value_set=wanted)).as_py()
+    ]
+    if not groups:
+        return parquet.schema_arrow.empty_table()
+    table = parquet.read_row_groups(groups)
+    return table.filter(pc.is_in(table[column], value_set=wanted))
 
 
 def set_aside(archive_dir: Path, rel_path: str, suffix: str = "abandoned") -> str:

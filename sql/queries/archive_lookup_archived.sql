@@ -5,4 +5,4 @@ from archive_rows as r
 where r.user_id = $user_id
     and r.table_name = $table_name
     and r.restored_at is null
-    and list_contains($ids, r.row_id)
+    and r.row_id in (select unnest($ids))

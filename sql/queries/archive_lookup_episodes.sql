@@ -2,4 +2,4 @@
 select e.id, e.status
 from episodes as e
 where e.user_id = $user_id
-    and list_contains($ids, e.id)
+    and e.id in (select unnest($ids))

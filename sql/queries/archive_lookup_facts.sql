@@ -2,4 +2,4 @@
 select f.id, f.status
 from facts as f
 where f.user_id = $user_id
-    and list_contains($ids, f.id)
+    and f.id in (select unnest($ids))

@@ -5,5 +5,5 @@ set
     status = 'removal',
     status_changed_at = $now
 where user_id = $user_id
-    and list_contains($ids, id)
+    and id in (select unnest($ids))
     and status <> 'removal'

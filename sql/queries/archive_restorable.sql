@@ -9,7 +9,7 @@ with picked as (
     where r.user_id = $user_id
         and r.restored_at is null
         and ($table_name is null or r.table_name = $table_name)
-        and ($ids is null or list_contains($ids, r.row_id))
+        and ($ids is null or r.row_id in (select unnest($ids)))
         and ($run_id is null or x.run_id = $run_id)
 ),
 with_sources as (
