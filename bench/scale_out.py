@@ -1,0 +1,224 @@
+"""Scale-out benchmark: the nightly run over N tenants, one process vs 4 shards on threads vs 2 Dask workers.
+
+Run: python -m bench.scale_out [--tenants 20] [--shards 4] [--workers 2] [--out bench/SCALE_OUT.md]
+Writes bench/SCALE_OUT.md: wall times (ratio to the single-process baseline measured in the same run),
+the per-tenant cost without Prefect, and a projection of the machines needed for 1M tenants nightly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def _env(db_path: Path, shards: int, dask_address: str | None = None) -> None:
+    for name in [n for n in os.environ if n.startswith("ENGRAM_")]:
+        del os.environ[name]
+    os.environ.update(ENGRAM_DB_PATH=str(db_path), ENGRAM_ARCHIVE_DIR=str(db_path.parent / "archive"),
+                      ENGRAM_EMBEDDER="hash", ENGRAM_LLM="none", ENGRAM_SHARDS=str(shards))
+    if dask_address:
+        os.environ["ENGRAM_DASK_ADDRESS"] = dask_address
+
+
+def _seed(db_path: Path, shards: int, n_tenants: int) -> int:
+    from engram.settings import load_settings
+    from engram.sharding import add_episodes_routed
+    from tests.sharding_seed import episodes
+
+    _env(db_path, shards)
+    return add_episodes_routed(episodes(n_tenants), load_settings()).inserted
+
+
+@contextmanager
+def dask_cluster(workers: int, workdir: Path) -> Iterator[str]:
+    """`dask scheduler` and `workers` single-thread `dask worker` processes on 127.0.0.1."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    sched_file = workdir / "scheduler.json"
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(sched_file)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        for _ in range(workers):
+            procs.append(subprocess.Popen(
+                [dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
+                 "--no-nanny", "--local-directory", str(workdir / "dask")],
+                env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+            # warm the workers' imports (prefect, engram, hdbscan) so the timing is the run, not start-up
+            client.run(lambda: __import__("flows.sharded") and None)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str | None = None) -> tuple[float, int]:
+    from flows.nightly import nightly_consolidation
+
+    _env(db_path, shards, dask_address)
+    t0 = time.perf_counter()
+    result = nightly_consolidation(as_of=as_of)
+    return time.perf_counter() - t0, len(result["tenants"])
+
+
+def _per_tenant_cost(work: Path, n_tenants: int, as_of: datetime) -> dict[str, float]:
+    """Seconds per tenant without Prefect: one shard, tenants in sequence, store held open or not."""
+    from engram.consolidate import STAGES
+    from engram.runs import make_run_id
+    from engram.settings import load_settings
+    from engram.sharding import consolidate_shard
+
+    out = {}
+    for hold in (False, True):
+        path = work / f"cost-{hold}" / "engram.duckdb"
+        _seed(path, 1, n_tenants)
+        s = load_settings()
+        t0 = time.perf_counter()
+        consolidate_shard(s, 0, make_run_id(as_of), as_of, list(STAGES), hold_open=hold)
+        out["held_open" if hold else "reopened"] = (time.perf_counter() - t0) / n_tenants
+    return out
+
+
+def run(n_tenants: int, shards: int, workers: int) -> dict[str, Any]:
+    """Measure every variant on fresh copies of the same synthetic tenants."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    from tests.sharding_seed import AS_OF
+
+    work = Path(tempfile.mkdtemp(prefix="engram-scale-out-"))
+    res: dict[str, Any] = {"tenants": n_tenants, "shards": shards, "workers": workers}
+    res["episodes"] = _seed(work / "single" / "engram.duckdb", 1, n_tenants)
+    _seed(work / "threads" / "engram.duckdb", shards, n_tenants)
+    _seed(work / "dask" / "engram.duckdb", shards, n_tenants)
+    res["per_tenant_s"] = _per_tenant_cost(work, n_tenants, AS_OF)
+    with prefect_test_harness(server_startup_timeout=120):
+        res["single_s"], _ = _timed_flow(work / "single" / "engram.duckdb", 1, AS_OF)
+        res["threads_s"], _ = _timed_flow(work / "threads" / "engram.duckdb", shards, AS_OF)
+        with dask_cluster(workers, work) as address:
+            res["dask_s"], done = _timed_flow(work / "dask" / "engram.duckdb", shards, AS_OF, address)
+    assert done == n_tenants, done
+    return res
+
+
+def projection(per_tenant_s: float, tenants: int = 1_000_000, window_h: float = 4.0, cores: int = 16,
+               efficiency: float = 0.7, heavier: float = 3.0) -> dict[str, float]:
+    """Machines for `tenants` nightly in `window_h` hours: cost per tenant x heavier-night factor / capacity."""
+    core_seconds = tenants * per_tenant_s * heavier
+    capacity = window_h * 3600 * cores * efficiency
+    return {"core_hours": core_seconds / 3600, "machines": core_seconds / capacity}
+
+
+def report(res: dict[str, Any]) -> str:
+    """The markdown report."""
+    base = res["single_s"]
+    held, reopened = res["per_tenant_s"]["held_open"], res["per_tenant_s"]["reopened"]
+    proj = projection(held)
+    proj_re = projection(reopened)
+    shards_for_1m = 4096
+    rows = [
+        ("single process, 1 shard (nightly_consolidation, baseline)", base),
+        (f"{res['shards']} shards, thread pool (sharded_nightly)", res["threads_s"]),
+        (f"{res['shards']} shards, Dask: 1 scheduler + {res['workers']} single-thread workers", res["dask_s"]),
+    ]
+    lines = [
+        "# Scale out: the nightly run on threads vs a Dask cluster",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python -m bench.scale_out "
+        f"--tenants {res['tenants']} --shards {res['shards']} --workers {res['workers']}` on "
+        f"{platform.platform()}, Python {platform.python_version()}, os.cpu_count() = {os.cpu_count()}. "
+        "**The machine's 2 cores are shared with other engineers' jobs, so the numbers are noisy, and 2 Dask "
+        "workers on 2 cores cannot beat a thread pool on the same 2 cores**: this measures overhead and "
+        "correctness of the distribution, not speed-up. Speed-up comes from more machines.",
+        "",
+        f"Workload: {res['tenants']} tenants, {res['episodes']} synthetic episodes "
+        f"({res['episodes'] // res['tenants']} per tenant: 3 topics x 4 phrasings), hash embedder, no LLM, "
+        "all 8 stages, fixed as_of. The Dask workers were started and warmed (imports) before timing.",
+        "",
+        "| run | wall time (s) | ratio to baseline |",
+        "|---|---:|---:|",
+        *[f"| {name} | {t:.1f} | {t / base:.2f} |" for name, t in rows],
+        "",
+        "Per-tenant cost without Prefect (engram.sharding.consolidate_shard, one shard, tenants in sequence):",
+        "",
+        "| store access | s per tenant |",
+        "|---|---:|",
+        f"| each stage opens and closes the file (as nightly_consolidation does) | {reopened:.3f} |",
+        f"| shard held open for the whole shard (sharded_nightly default) | {held:.3f} |",
+        "",
+        "Most of the per-tenant time with a reopened file is DuckDB open + checkpoint on close (about 60 opens "
+        "per tenant per night); the sharded task holds one connection per shard so the stages' connections "
+        "share the open database. The single-process baseline above still reopens per stage and adds one "
+        "Prefect task run per stage per tenant, which is why the sharded runs are faster even on the same cores.",
+        "",
+        "## Projection: 1M tenants nightly",
+        "",
+        "Assumptions (state them when quoting the numbers):",
+        f"- per-tenant cost = the measured held-open cost, {held:.3f} s, times 3 for a heavier night "
+        f"(~50 new episodes per tenant instead of {res['episodes'] // res['tenants']}: clustering and "
+        "similarity search grow with episodes and stored facts; small tenants are dominated by fixed per-stage cost);",
+        "- a 4-hour nightly window; machines with 16 cores, one single-thread Dask worker per core, 70% "
+        "efficiency (stragglers, shard imbalance, scheduler overhead);",
+        "- no LLM in the loop (with Gemini the resolve/extract latency is I/O-bound and overlaps; it adds "
+        "cost, not cores);",
+        f"- {shards_for_1m} shards (the maximum), so ~{1_000_000 // shards_for_1m} tenants per shard file and "
+        f"~{1_000_000 / shards_for_1m * held * 3 / 60:.0f} min per shard task: shards, not tenants, are the "
+        "unit a worker takes, and there are far more shards than cores.",
+        "",
+        "| per-tenant cost used | core-hours per night | 16-core machines for a 4 h window |",
+        "|---|---:|---:|",
+        f"| held open: {held:.3f} s x 3 | {proj['core_hours']:.0f} | {proj['machines']:.1f} |",
+        f"| reopened per stage: {reopened:.3f} s x 3 | {proj_re['core_hours']:.0f} | {proj_re['machines']:.1f} |",
+        "",
+        "So on the order of "
+        f"{math.ceil(proj['machines'])} such machines (plus a scheduler) for 1M tenants with the shard "
+        "held open, under these assumptions; the storage side (4096 shard files on a filesystem every "
+        "worker sees, one writer per file) is described in docs/scale_out.md.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Parse flags, run, write the report."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tenants", type=int, default=20)
+    p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "SCALE_OUT.md")
+    a = p.parse_args()
+    sys.path.insert(0, str(ROOT))
+    res = run(a.tenants, a.shards, a.workers)
+    a.out.write_text(report(res))
+    print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The nightly flow over a 4-shard store on the default thread pool: per-tenant runs go to the tenant's
+shard, the all-tenant run maps one task per shard, and a second run changes nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from engram import db
+from engram.settings import load_settings
+from engram.sharding import add_episodes_routed, all_shard_settings, settings_for_tenant
+from flows.nightly import nightly_consolidation
+from tests.sharding_seed import AS_OF, episodes, tenants
+
+
+def facts_by_tenant(settings) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in all_shard_settings(settings, existing_only=True):
+        with db.open_store(s) as con:
+            out.update(dict(con.execute("select user_id, count(*) from facts group by user_id").fetchall()))
+    return out
+
+
+def test_sharded_nightly_on_threads(settings, monkeypatch) -> None:
+    monkeypatch.setenv("ENGRAM_SHARDS", "4")
+    s = load_settings()
+    add_episodes_routed(episodes(6), s)
+    one = nightly_consolidation(user_id="tenant-01", as_of=AS_OF)
+    assert list(one["tenants"]) == ["tenant-01"]
+    assert facts_by_tenant(s) == {"tenant-01": 3}
+    with db.open_store(settings_for_tenant(s, "tenant-01")) as con:
+        assert con.execute("select count(*) from facts where user_id = 'tenant-01'").fetchall() == [(3,)]
+
+    every = nightly_consolidation(as_of=AS_OF)
+    assert every["shards"] == [0, 1, 2, 3]
+    assert sorted(every["tenants"]) == [u for u in tenants(6) if u != "tenant-01"]  # tenant-01 had no work left
+    assert facts_by_tenant(s) == {u: 3 for u in tenants(6)}
+    before = {}
+    for sh in all_shard_settings(s, existing_only=True):
+        with db.open_store(sh) as con:
+            before[str(sh.db_path)] = con.execute("select * exclude (embedding) from facts order by all").fetchall()
+    again = nightly_consolidation(as_of=AS_OF + timedelta(hours=1))
+    assert again["tenants"] == {}
+    for sh in all_shard_settings(s, existing_only=True):
+        with db.open_store(sh) as con:
+            assert con.execute("select * exclude (embedding) from facts order by all").fetchall() == before[str(sh.db_path)]
