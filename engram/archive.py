@@ -34,7 +34,6 @@ from engram import db
 from engram.archive_files import (
     BATCH_ROWS,
     check_run_id,
-    crash_point,
     partition_dir,
     read_columns,
     read_matching,
@@ -43,6 +42,7 @@ from engram.archive_files import (
     write_manifest_entry,
     write_once,
 )
+from engram.crash import crash_point
 from engram.errors import EngramError, InvalidInput
 from engram.fact_ops import FactChange, apply_changes
 from engram.settings import Settings
@@ -334,11 +334,11 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
             db.execute(con, "queries/archive_insert_export", export_id=export_id, batch_id=f"{run_id}/{user_id}",
                        run_id=run_id, user_id=user_id, table_name=table, partition_date=day, path=rel,
                        note=f"writer={_writer()}", now=now)
-        crash_point("after_intent")
+        crash_point("archive:after_intent")
         with db.registered(con, "archive_keys", keys):
             reader = con.sql(db.sql(f"queries/archive_export_{table}"), params={"user_id": user_id}).to_arrow_reader(BATCH_ROWS)
             written = write_once(archive_dir / rel, reader.schema, reader)
-    crash_point("after_write")
+    crash_point("archive:after_write")
     problems = verify(archive_dir / rel, written.rows, written.content_hash, written.file_sha256, written.file_bytes)
     verified_at = utc_naive(None)
     with db.open_store(settings) as con:
@@ -421,7 +421,7 @@ def export_removals(
                 entry = _export_table(settings, run_id, tenant, name, tables[name], as_of.date())
                 result["files"].append({k: entry[k] for k in ("export_id", "path", "row_count", "table", "user_id")})
                 result["rows"][name] += entry["row_count"]
-    crash_point("after_export")
+    crash_point("archive:after_export")
     log.info("export %s: %s rows in %d file(s), %d tenant(s) skipped", run_id, result["rows"],
              len(result["files"]), len(skipped))
     return result
@@ -505,8 +505,8 @@ def finalize_removal(
                 for name in ("fact_sources", "facts", "episodes"):
                     db.execute(con, f"queries/archive_delete_{name}", user_id=tenant, export_ids=ids)
                 db.execute(con, "queries/archive_mark_finalized", export_ids=ids, now=now)
-                crash_point("during_finalize")
-            crash_point("after_finalize")
+                crash_point("archive:during_finalize")
+            crash_point("archive:after_finalize")
             for x in _exports(con, export_ids=ids):
                 rows[x["table_name"]] += x["finalized_rows"] or 0
         done.append(batch_id)
@@ -596,7 +596,7 @@ def restore(
             db.execute(con, "queries/archive_insert_restored_events", user_id=user_id, run_id=run_id,
                        reason=reason, now=now)
             db.execute(con, "queries/archive_mark_restored", user_id=user_id, run_id=run_id, now=now)
-        crash_point("during_restore")
+        crash_point("archive:during_restore")
     result["rows"] = {t: inserted.get(t, 0) for t in TABLES}
     result["already_live"] = {t: counts[t] - inserted.get(t, 0) for t in TABLES}
     log.info("restore %s: %s restored", run_id, result["rows"])

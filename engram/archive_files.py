@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -24,14 +23,7 @@ from engram.errors import InvalidInput
 BATCH_ROWS = 50_000  # rows per Arrow batch and parquet row group: bounded memory with 384-d embeddings
 COMPRESSION = "zstd"
 MANIFEST_DIR = "_manifest"
-CRASH_ENV = "ENGRAM_TEST_CRASH_AT"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def crash_point(step: str) -> None:
-    """Test hook: SIGKILL this process at the named step when ENGRAM_TEST_CRASH_AT names it; else nothing."""
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def check_run_id(run_id: str) -> str:
@@ -147,10 +139,11 @@ def read_matching(path: Path, column: str, values: list[str]) -> pa.Table:
         i for i in range(parquet.num_row_groups)
         if pc.any(pc.is_in(parquet.read_row_group(i, columns=[column]).column(0), value_set=wanted)).as_py()
     ]
-    if not groups:
-        return parquet.schema_arrow.empty_table()
-    table = parquet.read_row_groups(groups)
-    return table.filter(pc.is_in(table[column], value_set=wanted))
+    parts = []
+    for i in groups:  # one decoded row group in memory at a time
+        part = parquet.read_row_group(i)
+        parts.append(part.filter(pc.is_in(part[column], value_set=wanted)))
+    return pa.concat_tables(parts) if parts else parquet.schema_arrow.empty_table()
 
 
 def set_aside(archive_dir: Path, rel_path: str, suffix: str = "abandoned") -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engram import archive, db
-from engram.archive_files import CRASH_ENV
+from engram.crash import CRASH_ENV
 from tests.archive_scenario import (
     AS_OF, DUE, OTHER, TABLE_KEYS, USER, archived_ids, live_ids, parquet_ids, seed, snapshot, violations,
 )
@@ -32,7 +32,7 @@ def run_driver(settings, *args: str, crash_at: str | None = None) -> subprocess.
     env.update(ENGRAM_DB_PATH=str(settings.db_path), ENGRAM_ARCHIVE_DIR=str(settings.archive_dir),
                ENGRAM_EMBEDDER="hash", ENGRAM_LLM="none", PYTHONPATH=str(ROOT))
     if crash_at:
-        env[CRASH_ENV] = crash_at
+        env[CRASH_ENV] = f"archive:{crash_at}"
     return subprocess.run([sys.executable, "-m", "tests.e2e.archive_crash_driver", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
