@@ -52,4 +52,4 @@ def test_served_manual_deployment_runs_to_completion(settings) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
     with db.open_store(settings) as con:
-        assert con.execute("select count(*) from facts where run_id like 'run-%'").fetchall()[0][0] == 2
+        assert con.execute("select count(*) from facts where run_id like 'run-%'").fetchall()[0][0] == 3
