@@ -1,0 +1,70 @@
+"""The pipeline commands as a user types them: demo, explain, consolidate, revert-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def engram(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    exe = shutil.which("engram") or ""
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "engram.cli", *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONPATH=str(ROOT))
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory) -> Path:
+    """A working directory where `engram demo` ran once (default store data/engram.duckdb, MiniLM)."""
+    cwd = tmp_path_factory.mktemp("demo")
+    proc = engram("demo", "--json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (cwd / "demo.json").write_text(proc.stdout)
+    return cwd
+
+
+def test_demo_prints_a_report_facts_and_searches(demo_dir: Path) -> None:
+    report = json.loads((demo_dir / "demo.json").read_text())
+    assert (demo_dir / "data" / "engram.duckdb").is_file()
+    stages = report["run"]["tenants"]["demo"]
+    assert stages["extract"]["facts_created"] >= 5
+    assert len(report["facts"]) >= 5
+    assert len(report["searches"]) == 3 and all(report["searches"].values())
+    # the private episode never shows up in a search
+    texts = [h["text"] for hits in report["searches"].values() for h in hits]
+    assert not any("password" in t for t in texts)
+
+
+def test_explain_shows_history_and_sources(demo_dir: Path) -> None:
+    fact_id = json.loads((demo_dir / "demo.json").read_text())["facts"][0]["id"]
+    proc = engram("explain", fact_id, "--user", "demo", "--json", cwd=demo_dir)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["fact"]["id"] == fact_id
+    assert info["events"][0]["action"] == "created"
+    assert {s["relation"] for s in info["sources"]} >= {"extracted_from"}
+    unknown = engram("explain", "nope", "--user", "demo", cwd=demo_dir)
+    assert unknown.returncode == 2 and "fact_id: unknown fact" in unknown.stderr
+
+
+def test_second_consolidation_changes_nothing_and_revert_undoes_a_run(demo_dir: Path) -> None:
+    proc = engram("consolidate", "--user", "demo", "--json", cwd=demo_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["tenants"]["demo"]["extract"]["facts_created"] == 0
+    assert result["tenants"]["demo"]["publish"]["changes"] == []
+    demo_run = json.loads((demo_dir / "demo.json").read_text())["run"]["run_id"]
+    reverted = engram("revert-run", demo_run, "--user", "demo", cwd=demo_dir)
+    assert reverted.returncode == 0 and "reverted" in reverted.stdout
+    stats = json.loads(engram("stats", "--json", cwd=demo_dir).stdout)
+    active = [r for r in stats if r["table"] == "facts" and r["status"] == "active"]
+    assert active == []  # every fact the demo run created is retracted
