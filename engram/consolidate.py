@@ -512,7 +512,8 @@ def tenants_with_work(settings: Settings, as_of: datetime) -> list[str]:
     """Tenants with anything for the nightly run to do."""
     with db.open_store(settings) as con:
         return [r[0] for r in db.rows(con, "queries/tenants_with_work", as_of=as_of,
-                                      rate=settings.decay_rate, threshold=settings.deprecate_below)]
+                                      rate=settings.decay_rate, threshold=settings.deprecate_below,
+                                      retire_before=as_of - timedelta(days=settings.retention_days))]
 
 
 def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:

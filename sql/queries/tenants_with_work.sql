@@ -1,5 +1,6 @@
 -- Returns tenants with consolidation work at $as_of: unconsumed or unembedded episodes, pending
--- reviews, or active facts whose decayed confidence fell below $threshold. Params: $as_of, $rate, $threshold.
+-- reviews, active facts whose decayed confidence fell below $threshold, or retired rows older than
+-- $retire_before (due for the archive). Params: $as_of, $rate, $threshold, $retire_before.
 select distinct user_id
 from (
     select e.user_id
@@ -15,5 +16,14 @@ from (
     from facts as f
     where f.status = 'active'
         and effective_confidence(f.confidence, f.confidence_at, $as_of, $rate) < $threshold
+    union all
+    select f.user_id
+    from facts as f
+    where f.status in ('removal', 'merged_into', 'deprecated', 'retracted', 'superseded')
+        and f.last_updated < $retire_before
+    union all
+    select e.user_id
+    from episodes as e
+    where e.status = 'removal'
 ) as w
 order by user_id

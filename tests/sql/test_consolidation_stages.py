@@ -127,3 +127,18 @@ def test_llm_extraction_cites_cluster_episodes_and_records_usage(settings) -> No
         usage = con.execute("select llm_calls, input_tokens > 0, status from runs"
                             " where run_id = 'run-llm' and stage = 'extract'").fetchall()
         assert usage == [(1, True, "completed")]
+
+
+def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
+    seed(settings)
+    run_all(settings, "run-a")
+    later = AS_OF + timedelta(days=1)
+    # u1's contradiction review is still pending: that is work (for the LLM stage)
+    assert consolidate.tenants_with_work(settings, later) == ["u1", "u2"]
+    with db.open_store(settings) as con:
+        con.execute("update llm_reviews set status = 'applied'")
+    # u2's episode was never consolidated; u1 has nothing new a day later
+    assert consolidate.tenants_with_work(settings, later) == ["u2"]
+    # past retention, u1's merged and deprecated facts are due for the archive: u1 has work again
+    due = AS_OF + timedelta(days=settings.retention_days + 1)
+    assert "u1" in consolidate.tenants_with_work(settings, due)
