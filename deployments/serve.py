@@ -25,6 +25,8 @@ MANUAL_FLOWS = [
     ("flows.maintenance", "export_removals_flow", "export-removals"),
     ("flows.maintenance", "finalize_removal_flow", "finalize-removal"),
     ("flows.maintenance", "restore_flow", "restore"),
+    ("flows.maintenance", "mark_removal_flow", "mark-removal"),
+    ("flows.maintenance", "archive_retention_flow", "archive-retention"),
 ]
 
 

@@ -1,5 +1,5 @@
 -- Appends episodes from the registered Arrow table `incoming_episodes`, skipping duplicates:
--- same (user_id, id), or same (user_id, content_hash, created_at). No params.
+-- same (user_id, id), same (user_id, content_hash, created_at), or an archived id. No params.
 insert into episodes (
     id, user_id, kind, role, session_id, content, created_at, ingested_at, origin, visibility,
     is_private, tags, content_hash, embedding, embedding_model, embedding_dim, status,
@@ -32,4 +32,13 @@ where i.rn_id = 1
         where e.user_id = i.user_id
             and e.content_hash = i.content_hash
             and e.created_at = i.created_at
+    )
+    -- an archived episode is not brought back by re-ingesting its file (restore does that)
+    and not exists (
+        select 1
+        from archive_rows as a
+        where a.user_id = i.user_id
+            and a.table_name = 'episodes'
+            and a.row_id = i.id
+            and a.restored_at is null
     )

@@ -2,7 +2,8 @@
 -- still pending (their content now lives in the KG). Returns nothing. Params: $user_id, $ids (varchar[]).
 update episodes as ep
 set
-    status = 'removal'
+    status = 'removal',
+    status_changed_at = now() at time zone 'UTC'
 where ep.user_id = $user_id
     and ep.kind = 'thought'
     and ep.status = 'active'
