@@ -25,6 +25,7 @@ from engram.cluster import centrality, cluster_embeddings
 from engram.crash import crash_point
 from engram.confidence import decayed_array, initial_confidence, reinforced
 from engram.embed import Embedder
+from engram.errors import InvalidInput
 from engram.merge import FactInfo, components, plan_merges, similar_pairs
 from engram.llm_usage import record_run_usage
 from engram.runs import completed_counts, record_stage
@@ -36,6 +37,15 @@ log = logging.getLogger(__name__)
 STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
 GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
 VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
+
+
+def choose_stages(stages: list[str] | None) -> list[str]:
+    """The requested stages in pipeline order (all when None); unknown names raise InvalidInput."""
+    chosen = list(stages or STAGES)
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown:
+        raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
+    return [s for s in STAGES if s in chosen]
 
 
 @dataclass(frozen=True)

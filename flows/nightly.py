@@ -8,8 +8,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from engram.consolidate import STAGES, tenants_with_work
-from engram.errors import InvalidInput
+from engram.consolidate import choose_stages, tenants_with_work
 from engram.report import run_report_markdown, utc_naive
 from engram.runs import LeaseHeld, make_run_id, tenant_lease
 from engram.settings import load_settings
@@ -39,11 +38,7 @@ def nightly_consolidation(
     logger = get_run_logger()
     settings = load_settings()
     as_of = utc_naive(as_of or datetime.now(UTC))
-    chosen = list(stages or STAGES)
-    unknown = [s for s in chosen if s not in STAGES]
-    if unknown:
-        raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
-    chosen = [s for s in STAGES if s in chosen]  # always in pipeline order
+    chosen = choose_stages(stages)
     if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):
         from flows.sharded import run_sharded_nightly  # one task per shard file (engram/sharding.py)
 

@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from engram.consolidate import STAGES
+from engram.consolidate import choose_stages
 from engram.errors import InvalidInput
 from engram.report import utc_naive
 from engram.runs import make_run_id
@@ -38,11 +38,7 @@ def sharded_nightly(
     logger = get_run_logger()
     settings = load_settings()
     as_of = utc_naive(as_of or datetime.now(UTC))
-    chosen = list(stages or STAGES)
-    unknown = [s for s in chosen if s not in STAGES]
-    if unknown:
-        raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
-    chosen = [s for s in STAGES if s in chosen]
+    chosen = choose_stages(stages)
     picked = list(range(settings.shards)) if shards is None else sorted(set(shards))
     if any(not 0 <= k < settings.shards for k in picked):
         raise InvalidInput(f"shards: each must be in 0..{settings.shards - 1}")
