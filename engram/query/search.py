@@ -86,11 +86,11 @@ def search_memory(
     """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
     require_text(query, "query")
     require_text(user_id, "user_id", 512)
-    if search_type not in SEARCH_TYPES:
+    if not isinstance(search_type, str) or search_type not in SEARCH_TYPES:
         raise InvalidInput(f"search_type: expected one of {sorted(SEARCH_TYPES)}, got {search_type!r}")
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise InvalidInput(f"method: expected one of {list(METHODS)}, got {method!r}")
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise InvalidInput(f"mode: expected one of {list(MODES)}, got {mode!r}")
     limit = require_int(settings.top_k if limit is None else limit, "limit", 1, 100)
     filters = candidates.Filters(
