@@ -43,7 +43,7 @@ from engram.archive_files import (
     write_once,
 )
 from engram.crash import crash_point
-from engram.errors import EngramError, InvalidInput
+from engram.errors import EngramError, InvalidInput, StoreError
 from engram.fact_ops import FactChange, apply_changes
 from engram.settings import Settings
 from engram.textnorm import stable_id
@@ -367,6 +367,17 @@ def _entry(x: dict[str, Any]) -> dict[str, Any]:
     return {"table": x["table_name"]} | {k: x[k] for k in keys}
 
 
+def check_writable(archive_dir: Path) -> None:
+    """Fail early, with a typed error naming the setting, when the archive directory cannot be written."""
+    probe = Path(archive_dir) / f".write-probe-{os.getpid()}"
+    try:
+        Path(archive_dir).mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(f"archive_dir: {archive_dir} is not writable ({exc.strerror}); nothing was exported") from exc
+
+
 def export_removals(
     settings: Settings,
     user_id: str | None = None,
@@ -385,6 +396,7 @@ def export_removals(
     statuses, cutoff, as_of, days = _selection(settings, table, status, older_than_days, as_of)
     run_id = check_run_id(run_id or new_run_id("export"))
     if not dry_run:
+        check_writable(settings.archive_dir)
         abandon_interrupted(settings)
     with db.open_store(settings) as con:
         due = due_rows(con, user_id, statuses, cutoff)
