@@ -140,7 +140,8 @@ def report(results: list[dict], n_queries: int) -> str:
     lines = [
         "# Search latency (bench/search.py)", "",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()} {platform.system()} "
-        f"{platform.release()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        f"{platform.release()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"load average at the end {os.getloadavg()[0]:.1f} (the cores are shared: high load inflates times)",
         f"- {n_queries} queries per size after one warm-up; synthetic clustered 384-d facts, one tenant;"
         " query embedding excluded (precomputed vectors)",
         "- target: p95 <= 50 ms at 1M facts", "",
