@@ -3,9 +3,11 @@
     python -m bench.consolidate                          # 10k and 100k stored facts, 10k new episodes
     python -m bench.consolidate --sizes 10000 100000 1000000
 
-Reports wall time per stage, peak RSS, how time grows with store size, and compares the
-incremental merge search (changed facts vs all) against an all-pairs recompute measured in the
-same run (all-pairs is measured up to --allpairs-max facts and extrapolated quadratically above).
+Reports wall time per stage, peak RSS, how time grows with store size, the raw float32 matmul of
+the night's episodes against the store (the floor of an exact support search), and compares the
+incremental similarity search (new episodes and new facts vs the store: confidence + merge stages)
+against an all-pairs recompute of the store measured in the same run (all-pairs is measured up
+to --allpairs-max facts and extrapolated quadratically above).
 Embedding time is excluded: vectors are synthetic (clustered unit vectors, 384 dims).
 """
 
@@ -135,6 +137,13 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict
         t = time.perf_counter()
         counts[name] = fn()
         times[name] = time.perf_counter() - t
+    # floor: the raw float32 matmul of the night's episodes against the store (what exact support costs)
+    q = fact_vecs[: min(n_new, n_facts)].copy()
+    t = time.perf_counter()
+    for start in range(0, n_facts, 32768):
+        q @ fact_vecs[start:start + 32768].T
+    matmul_s = time.perf_counter() - t
+    gflops = 2 * len(q) * n_facts * DIM / matmul_s / 1e9
     # baseline: the merge candidate search over all pairs, as a batch job that reprocesses everything
     m = min(n_facts, allpairs_max)
     t = time.perf_counter()
@@ -144,6 +153,7 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict
     return {
         "facts": n_facts, "new": n_new, "build_s": build_s, "times": times, "total_s": sum(times.values()),
         "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": rss_mb(), "counts": counts,
+        "matmul_s": matmul_s, "gflops": gflops, "load": os.getloadavg()[0],
     }
 
 
@@ -153,15 +163,16 @@ def write_report(results: list[dict], args: argparse.Namespace) -> str:
         f"- date: {datetime.now():%Y-%m-%d %H:%M}", f"- machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"python {platform.python_version()}", f"- command: `python -m bench.consolidate --sizes {' '.join(map(str, args.sizes))} --new {args.new}`",
         "- one tenant holds the whole store (the worst case); vectors are synthetic 384-d, so embedding time is excluded",
-        "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | all-pairs merge search s | ratio all-pairs / incremental merge | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | raw matmul new x stored s (GFLOP/s) | all-pairs pair search s | all-pairs / incremental (confidence + merge) | peak RSS MB | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         t = r["times"]
         est = "" if r["allpairs_measured_at"] == r["facts"] else f" (extrapolated from {r['allpairs_measured_at']:,})"
         lines.append(
             f"| {r['facts']:,} | {r['new']:,} | {t['extract']:.1f} | {t['confidence']:.1f} | {t['merge']:.1f} | "
-            f"{t['deprecate']:.2f} | {r['total_s']:.1f} | {r['allpairs_s']:.1f}{est} | {r['allpairs_s'] / t['merge']:.1f}x | {r['peak_rss_mb']:.0f} |"
+            f"{t['deprecate']:.2f} | {r['total_s']:.1f} | {r['matmul_s']:.1f} ({r['gflops']:.0f}) | {r['allpairs_s']:.1f}{est} | "
+            f"{r['allpairs_s'] / (t['confidence'] + t['merge']):.1f}x | {r['peak_rss_mb']:.0f} | {r['load']:.1f} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
