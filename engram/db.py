@@ -145,3 +145,14 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
                 migrate(con)
                 _migrated.add(key)
         yield con
+
+
+@contextmanager
+def open_reader(settings: Any) -> Iterator[Connection]:
+    """A read-only connection when the store exists (many reader processes can share it), else open_store."""
+    if Path(settings.db_path).exists():
+        with connect(settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+            yield con
+    else:
+        with open_store(settings) as con:
+            yield con

@@ -71,7 +71,7 @@ def retrieve(
     vectors, embedder = embed_query(settings, [query], embedder)
     try:
         if con is None:
-            with db.open_store(settings) as own:
+            with db.open_reader(settings) as own:
                 pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
         else:
             pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)

@@ -111,7 +111,7 @@ def search_memory(
 
         embedder = embedders.from_settings(settings)
     if con is None:
-        with db.open_store(settings) as own:
+        with db.open_reader(settings) as own:
             return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
     return _search(con, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
 
