@@ -136,7 +136,16 @@ _migrated: set[str] = set()  # store paths this process has migrated
 
 @contextmanager
 def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
-    """Connect to settings.db_path; the first writable connection of a process migrates."""
+    """Connect to settings.db_path; the first writable connection of a process migrates.
+
+    With ENGRAM_SHARDS > 1 the base path holds no tenant: opening it means a caller forgot to route
+    by tenant (engram.sharding.settings_for_tenant), so it is refused instead of silently empty.
+    """
+    if getattr(settings, "shards", 1) > 1 and ".shard-" not in Path(settings.db_path).name:
+        raise StoreError(
+            f"ENGRAM_SHARDS={settings.shards}: {settings.db_path} is the unsharded path; "
+            "open the tenant's shard (engram.sharding.settings_for_tenant)"
+        )
     with connect(settings.db_path, read_only=read_only, lock_timeout_s=settings.lock_timeout_s) as con:
         if not read_only:
             path = Path(settings.db_path).resolve()

@@ -1,0 +1,18 @@
+"""With several shards, opening the unsharded path is refused (a caller forgot to route by tenant)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram import db
+from engram.errors import StoreError
+from engram.sharding import settings_for_tenant
+
+
+def test_base_path_refused_and_tenant_shard_opens(settings) -> None:
+    sharded = settings.model_copy(update={"shards": 4})
+    with pytest.raises(StoreError, match="ENGRAM_SHARDS=4"):
+        with db.open_store(sharded):
+            pass
+    with db.open_store(settings_for_tenant(sharded, "alice")) as con:
+        assert con.execute("select count(*) from episodes").fetchall() == [(0,)]
