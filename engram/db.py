@@ -58,7 +58,7 @@ def connect(
         except duckdb.Error as exc:
             if _is_lock_error(exc) and time.monotonic() < deadline:
                 time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
+                delay = min(delay * 2, 0.2)  # short: a waiting reader should get in soon after a commit
                 continue
             if _is_lock_error(exc):
                 raise StoreError(
