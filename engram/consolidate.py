@@ -111,13 +111,13 @@ def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str,
     return best, text, cent
 
 
-def _split_by_valence(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray]) -> list[np.ndarray]:
-    """Split off members that contradict their cluster's representative ("I love X" vs "I don't love X").
+def _extractive_groups(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray]) -> list[tuple[np.ndarray, str]]:
+    """(members, fact text) per cluster, splitting off members that contradict the representative.
 
-    Embeddings put a statement and its negation close together; one fact must not rest on both.
+    Embeddings put "I love X" and "I don't love X" close together; one fact must not rest on both.
     The split-off members form their own group, which the confidence stage then flags as a contradiction.
     """
-    out: list[np.ndarray] = []
+    out: list[tuple[np.ndarray, str]] = []
     pending = list(clusters)
     while pending:
         idx = pending.pop(0)
@@ -126,10 +126,9 @@ def _split_by_valence(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.nda
         rep = best_sentence(members["content"][best])
         odd = np.array([valence_conflict(rep, best_sentence(c)) is not None for c in members["content"].to_list()])
         if odd.any() and not odd.all():
-            out.append(idx[~odd])
-            pending.append(idx[odd])
+            pending += [idx[~odd], idx[odd]]  # re-pick each side's representative
         else:
-            out.append(idx)
+            out.append((idx, text))
     return out
 
 
@@ -201,8 +200,7 @@ def _facts_from_clusters(
     extractive = clusters
     if llm is not None and clusters:
         drafts, extractive = _llm_drafts(ctx, eps, clusters, llm, counts)
-    for idx in _split_by_valence(eps, vecs, extractive):
-        _, text, _ = _extractive_fact(eps[idx.tolist()], vecs[idx])
+    for idx, text in _extractive_groups(eps, vecs, extractive):
         drafts.append((text, idx, f"extractive: cluster of {len(idx)} episodes", None, None))
     if not drafts:
         return [], []

@@ -1,0 +1,77 @@
+"""Pure consolidation logic: valence conflicts, claim types, confidence arithmetic, merge planning."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from engram.claims import best_sentence, claim_type, self_containedness, valence_conflict
+from engram.confidence import decayed, initial_confidence, reinforced
+from engram.merge import FactInfo, components, plan_merges, similar_pairs
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("I love hiking", "I do not love hiking", "negation"),
+    ("Bob never drinks coffee", "Bob drinks coffee", "negation"),
+    ("I love hiking", "I hate hiking", "antonym"),
+    ("The standup is at 9:30 every day", "The standup is at 10:30 every day", "different value"),
+    ("I love hiking", "I love hiking a lot", None),
+    ("I don't like it and I don't want it", "I like it and I want it", None),  # two negations cancel
+    ("Mia is 7 years old", "The bus leaves at 8 from the station near the old mill", None),  # little overlap
+])
+def test_valence_conflict(a: str, b: str, why: str | None) -> None:
+    assert valence_conflict(a, b) == why
+    assert valence_conflict(b, a) == why
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("I want to learn Rust", "goal"), ("I love jazz", "preference"),
+    ("Maybe the shop is closed", "assumption"), ("Alice works at Acme", "fact"),
+])
+def test_claim_type(text: str, kind: str) -> None:
+    assert claim_type(text) == kind
+
+
+def test_best_sentence_skips_filler_and_questions() -> None:
+    assert best_sentence("Hey! How are you? I moved to Lisbon last spring.") == "I moved to Lisbon last spring."
+    assert self_containedness("What?") < self_containedness("Alice moved to Lisbon in May.")
+
+
+def test_confidence_arithmetic() -> None:
+    assert reinforced(0.5, 1, 0.05) == pytest.approx(0.525)
+    assert reinforced(0.5, 3, 0.05) == pytest.approx(1 - 0.5 * 0.95 ** 3)
+    assert initial_confidence(1, 0.5, 0.05) == 0.5
+    assert initial_confidence(3, 0.5, 0.05) == pytest.approx(1 - 0.5 * 0.95 ** 2)
+    t = datetime(2026, 1, 1)
+    assert decayed(0.8, t, t + timedelta(days=10), 0.01) == pytest.approx(0.8 * math.exp(-0.1))
+    assert decayed(0.8, t, t - timedelta(days=1), 0.01) == 0.8  # never grows backwards in time
+
+
+def test_similar_pairs_in_blocks_equals_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((37, 8)).astype(np.float32)
+    c = rng.standard_normal((101, 8)).astype(np.float32)
+    i, j, s = similar_pairs(q, c, 2.0, query_chunk=5, corpus_chunk=7)
+    want = {(a, b) for a, b in zip(*np.nonzero(q @ c.T > 2.0), strict=True)}
+    assert set(zip(i.tolist(), j.tolist(), strict=True)) == want
+    assert np.allclose(s, (q @ c.T)[i, j])
+
+
+def test_components_and_merge_plan() -> None:
+    comps = components([("a", "b"), ("b", "c"), ("x", "y")])
+    assert comps == [["a", "b", "c"], ["x", "y"]]
+    facts = {
+        "a": FactInfo("a", 0.7, "general", 2), "b": FactInfo("b", 0.7, "general", 1),
+        "c": FactInfo("c", 0.4, "general", 3), "x": FactInfo("x", 0.5, "general", 1),
+        "y": FactInfo("y", 0.55, "general", 2),
+    }
+    plan = plan_merges(comps, facts, set(), 0.6)
+    assert plan.merges == [("b", ["a", "c"])]  # tie on confidence: the older fact wins
+    assert plan.reviews == [(["x", "y"], "no fact above confidence 0.6")]
+    contested = plan_merges(comps, facts, {frozenset(("a", "c"))}, 0.6)
+    assert contested.merges == []  # a contradiction inside a component is never merged
+    mixed = {**facts, "c": FactInfo("c", 0.4, "preference", 3)}
+    assert plan_merges([["a", "b", "c"]], mixed, set(), 0.6).reviews == [(["a", "b", "c"], "different categories")]
