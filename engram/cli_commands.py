@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli_review",
     "engram.cli_query",
     "engram.cli_shard",
+    "engram.cli_mcp",
 ]
 
 

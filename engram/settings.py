@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     nightly_cron: str = Field("0 3 * * *", description="Cron of the nightly deployment.")
     nightly_timezone: str = Field("UTC", description="Time zone of the nightly cron (IANA name).")
 
+    # MCP server (engram mcp)
+    mcp_user_id: str | None = Field(
+        None, description="Tenant (user_id) the MCP server is bound to when `engram mcp` gets no --user."
+    )
+
     # logging
     no_log: bool = Field(False, description="Log counters only, nothing about content.")
     debug_content_logging: bool = Field(False, description="Allow memory text in debug logs.")

@@ -1,0 +1,182 @@
+"""`engram mcp` driven through the mcp SDK's own stdio client, as a real subprocess (one per module)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from engram import db
+from engram.settings import Settings
+
+USER = "alice"
+OTHER = "bob"
+ENGRAM = Path(sys.executable).with_name("engram")
+
+
+class Client:
+    """A blocking facade over an MCP ClientSession living in a portal's event loop."""
+
+    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+        self.portal, self.session = portal, session
+
+    def list_tools(self) -> Any:
+        return self.portal.call(self.session.list_tools)
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        return self.portal.call(self.session.call_tool, name, arguments)
+
+    def ok(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        res = self.call(name, arguments)
+        assert not res.is_error, res.structured_content
+        assert json.loads(res.content[0].text) == res.structured_content
+        return res.structured_content
+
+    def error(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        res = self.call(name, arguments)
+        assert res.is_error, res.structured_content
+        err = res.structured_content["error"]
+        assert "Traceback" not in err["message"]
+        return err
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {"ENGRAM_DB_PATH": str(tmp / "engram.duckdb"), "ENGRAM_ARCHIVE_DIR": str(tmp / "archive"),
+           "ENGRAM_EMBEDDER": "hash", "ENGRAM_LLM": "none", "PATH": str(ENGRAM.parent)}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp")
+
+
+@pytest.fixture(scope="module")
+def client(store: Path) -> Iterator[Client]:
+    """One `engram mcp --user alice` subprocess for the whole module."""
+    params = StdioServerParameters(command=str(ENGRAM), args=["mcp", "--user", USER], env=_env(store),
+                                   cwd=str(store))
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(stdio_client(params)) as (read, write):
+            with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
+                portal.call(session.initialize)
+                yield Client(portal, session)
+
+
+def _settings(store: Path) -> Settings:
+    return Settings(db_path=store / "engram.duckdb", archive_dir=store / "archive", embedder="hash", llm="none")
+
+
+def test_lists_every_tool_with_bounded_schemas(client: Client) -> None:
+    tools = {t.name: t for t in client.list_tools().tools}
+    assert set(tools) == {"add_memory", "search_memory", "inner_voice", "inner_voice_retrieve", "ask",
+                          "maintenance_ops", "knowledgegraph_moderate", "why", "memory_stats", "detailed_help"}
+    limit = tools["search_memory"].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 5)  # default = ENGRAM_TOP_K
+    for t in tools.values():
+        assert "user_id" not in t.input_schema["properties"]  # the tenant is fixed by the server
+
+
+def test_add_then_search_and_stats_match_stored_rows(client: Client, store: Path) -> None:
+    added = client.ok("add_memory", {"content": "I moved to Lisbon in March and learn Portuguese.",
+                                     "role": "user", "session_id": "s1"})
+    assert (added["received"], added["inserted"], added["embedded"]) == (1, 1, 1)
+    batch = client.ok("add_memory", {"episodes": [{"content": "My cat is called Miso."},
+                                                  {"content": "I prefer green tea to coffee.", "tags": ["food"]}]})
+    assert batch["inserted"] == 2
+
+    with db.open_store(_settings(store), read_only=True) as con:
+        rows = con.execute("select id, user_id, content, status, session_id from episodes order by id").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(added["ids"] + batch["ids"])
+    assert {r[1] for r in rows} == {USER} and {r[3] for r in rows} == {"active"}
+    assert [r[4] for r in rows if r[0] == added["ids"][0]] == ["s1"]
+
+    found = client.ok("search_memory", {"query": "Lisbon Portuguese", "search_type": "episodes", "limit": 2})
+    assert found["count"] == len(found["results"]) >= 1
+    assert found["results"][0]["id"] == added["ids"][0]
+    assert found["results"][0]["text"] == "I moved to Lisbon in March and learn Portuguese."
+
+    stats = client.ok("memory_stats")
+    assert stats["user_id"] == USER
+    assert stats["totals"]["episodes"] == len(rows) == 3
+    assert {"table": "episodes", "status": "active", "n": 3} in stats["counts"]
+
+
+def test_user_id_in_a_record_is_refused_and_other_tenants_stay_invisible(client: Client, store: Path) -> None:
+    err = client.error("add_memory", {"episodes": [{"content": "x", "user_id": OTHER}]})
+    assert err["code"] == "invalid_params" and "user_id" in err["message"]
+    from engram.ingest import add_episodes
+
+    add_episodes([{"content": "Bob's secret: Lisbon vault code 1234"}], _settings(store), user_id=OTHER)
+    found = client.ok("search_memory", {"query": "Lisbon vault code", "limit": 10})
+    assert found["results"] and all("vault" not in r["text"] for r in found["results"])
+    assert client.ok("memory_stats")["totals"]["episodes"] == 3
+
+
+def test_out_of_range_and_malformed_arguments_are_invalid_params(client: Client) -> None:
+    err = client.error("search_memory", {"query": "tea", "limit": 101})
+    assert err["code"] == "invalid_params" and err["message"].startswith("limit:")
+    assert client.error("search_memory", {"query": "tea", "limit": 0})["code"] == "invalid_params"
+    err = client.error("search_memory", {"query": "tea", "search_type": "everything"})
+    assert err["code"] == "invalid_params" and err["message"].startswith("search_type:")
+    err = client.error("search_memory", {})
+    assert err["code"] == "invalid_params" and err["message"].startswith("query:")
+    assert client.error("add_memory", {})["code"] == "invalid_params"
+    assert client.error("no_such_tool", {})["code"] == "invalid_params"
+
+
+def test_disabled_gates_return_feature_disabled(client: Client) -> None:
+    err = client.error("inner_voice_retrieve", {"query": "tea"})
+    assert err["code"] == "feature_disabled" and "ENGRAM_ENABLE_INNER_VOICE" in err["message"]
+    assert client.error("inner_voice", {"content": "tea"})["code"] == "feature_disabled"
+    assert client.error("ask", {"query": "What do I drink?"})["code"] == "feature_disabled"  # ENGRAM_LLM=none
+
+
+def test_maintenance_why_moderation_and_help(client: Client) -> None:
+    listed = client.ok("maintenance_ops", {"op": "list_removal_candidates"})
+    assert listed["groups"] == [] and listed["older_than_days"] == 30  # ENGRAM_RETENTION_DAYS
+    exported = client.ok("maintenance_ops", {"op": "export_removals"})  # dry_run defaults to true
+    assert exported["files"] == []
+    assert client.ok("maintenance_ops", {"op": "finalize_removal"})["rows"] is not None
+    restored = client.ok("maintenance_ops", {"op": "restore", "ids": ["ep_nothing"]})
+    assert isinstance(restored, dict)
+    err = client.error("maintenance_ops", {"op": "list_removal_candidates", "older_than_days": 5000})
+    assert err["code"] == "invalid_params" and err["message"].startswith("older_than_days:")
+
+    assert client.ok("knowledgegraph_moderate") == {"pending": {"entities": [], "edges": []}}
+    err = client.error("knowledgegraph_moderate", {"approve": ["kgc_missing"]})
+    assert err["code"] == "invalid_params"
+
+    err = client.error("why", {"kind": "claim", "id": "clm_missing"})
+    assert err["code"] == "invalid_params"
+    assert client.error("why", {"kind": "fact", "id": "x"})["code"] == "invalid_params"
+
+    overview = client.ok("detailed_help")
+    assert len(overview["tools"]) == 10
+    helped = client.ok("detailed_help", {"tool": "search_memory"})
+    limit = next(p for p in helped["parameters"] if p["name"] == "limit")
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 5)
+    assert helped["example"]["name"] == "search_memory" and helped["help"]
+
+
+def test_inner_voice_retrieve_with_the_gate_on(store: Path) -> None:
+    """A second server with ENGRAM_ENABLE_INNER_VOICE=true returns the retrieve output schema."""
+    params = StdioServerParameters(command=str(ENGRAM), args=["mcp"], cwd=str(store),
+                                   env=_env(store, ENGRAM_ENABLE_INNER_VOICE="true", ENGRAM_MCP_USER_ID=USER))
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(stdio_client(params)) as (read, write):
+            with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
+                portal.call(session.initialize)
+                c = Client(portal, session)
+                out = c.ok("inner_voice_retrieve", {"query": "green tea", "top_k": 3})
+                assert set(out) >= {"snippets", "diagnostics"} and out["diagnostics"]["k_req"] == 3
+                assert all("vault" not in s["text"] for s in out["snippets"])
+                assert c.error("inner_voice_retrieve", {"query": "tea", "top_k": 51})["code"] == "invalid_params"
