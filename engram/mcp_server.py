@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -34,14 +36,16 @@ def _to_json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _field_of(err: Any) -> str:
+def _field_of(err: Any) -> tuple[str, str]:
+    """(field path, reason) of a schema validation error; unknown and missing fields are named."""
     path = ".".join(str(p) for p in err.absolute_path)
-    if err.validator == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else ""
-        return ".".join(x for x in (path, missing) if x) or "arguments"
-    if err.validator == "additionalProperties":
-        return path or "arguments"
-    return path or "arguments"
+    if err.validator in ("required", "additionalProperties"):
+        names = re.findall(r"'([^']+)'", err.message)
+        name = names[0] if names else ""
+        reason = "required" if err.validator == "required" else "unknown field (no tool takes a user_id)" \
+            if name == "user_id" else "unknown field"
+        return ".".join(x for x in (path, name) if x) or "arguments", reason
+    return path or "arguments", err.message
 
 
 class EngramMCP:
@@ -57,6 +61,7 @@ class EngramMCP:
         self.schemas = {t.name: t.schema(settings) for t in TOOLS}
         self.validators = {n: Draft202012Validator(s) for n, s in self.schemas.items()}
         self.counters: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def tools(self) -> list[types.Tool]:
         """The tool list with input schemas."""
@@ -68,8 +73,8 @@ class EngramMCP:
         args = dict(arguments or {})
         errors = sorted(self.validators[name].iter_errors(args), key=lambda e: list(e.absolute_path))
         if errors:
-            err = errors[0]
-            raise InvalidInput(f"{_field_of(err)}: {err.message}")
+            name_, reason = _field_of(errors[0])
+            raise InvalidInput(f"{name_}: {reason}")
         for key, prop in self.schemas[name]["properties"].items():
             if key not in args and "default" in prop:
                 args[key] = json.loads(json.dumps(prop["default"]))
@@ -77,6 +82,10 @@ class EngramMCP:
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Run one tool call (blocking) and wrap its result or error."""
+        with self._lock:  # one call at a time: DuckDB connections and the lazy embedder are per process
+            return self._call(name, arguments)
+
+    def _call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         started = time.perf_counter()
         code = "ok"
         try:
@@ -84,7 +93,7 @@ class EngramMCP:
             out = _to_json(BY_NAME[name].handler(self.ctx, args))
             result = types.CallToolResult(content=[types.TextContent(text=json.dumps(out, ensure_ascii=False))],
                                           structured_content=out)
-            count = out.get("count", len(out.get("ids", out.get("results", [])) or [])) if isinstance(out, dict) else 0
+            count = _count(out)
         except EngramError as exc:
             code, count = exc.code, 0
             result = _error(exc.code, str(exc))
@@ -119,6 +128,19 @@ class EngramMCP:
 
         return Server(SERVER_NAME, version=_version(), instructions=INSTRUCTIONS,
                       on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _count(out: Any) -> int:
+    """How many items a result carries (for the metrics log line; never content)."""
+    if not isinstance(out, dict):
+        return 0
+    for key in ("count", "inserted"):
+        if isinstance(out.get(key), int):
+            return out[key]
+    for key in ("results", "snippets", "sources", "nodes", "counts", "tools"):
+        if isinstance(out.get(key), list):
+            return len(out[key])
+    return 0
 
 
 def _error(code: str, message: str) -> types.CallToolResult:

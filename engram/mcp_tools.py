@@ -130,7 +130,7 @@ _EPISODE_FIELDS: dict[str, Any] = {
 
 
 def _add_memory_schema(settings: Settings) -> dict[str, Any]:
-    single = {k: v for k, v in _EPISODE_FIELDS.items()}
+    single = dict(_EPISODE_FIELDS)
     single["episodes"] = {"type": "array", "minItems": 1, "maxItems": MAX_EPISODES,
                           "items": _obj(_EPISODE_FIELDS, ["content"]),
                           "description": "Several episodes at once (instead of content)."}

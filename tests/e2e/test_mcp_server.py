@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def test_add_then_search_and_stats_match_stored_rows(client: Client, store: Path
 
 def test_user_id_in_a_record_is_refused_and_other_tenants_stay_invisible(client: Client, store: Path) -> None:
     err = client.error("add_memory", {"episodes": [{"content": "x", "user_id": OTHER}]})
-    assert err["code"] == "invalid_params" and "user_id" in err["message"]
+    assert err == {"code": "invalid_params", "message": "episodes.0.user_id: unknown field (no tool takes a user_id)"}
     from engram.ingest import add_episodes
 
     add_episodes([{"content": "Bob's secret: Lisbon vault code 1234"}], _settings(store), user_id=OTHER)
@@ -167,16 +168,81 @@ def test_maintenance_why_moderation_and_help(client: Client) -> None:
     assert helped["example"]["name"] == "search_memory" and helped["help"]
 
 
-def test_inner_voice_retrieve_with_the_gate_on(store: Path) -> None:
-    """A second server with ENGRAM_ENABLE_INNER_VOICE=true returns the retrieve output schema."""
-    params = StdioServerParameters(command=str(ENGRAM), args=["mcp"], cwd=str(store),
-                                   env=_env(store, ENGRAM_ENABLE_INNER_VOICE="true", ENGRAM_MCP_USER_ID=USER))
+@contextmanager
+def _server(store: Path, args: list[str], errlog: Any = None, **env: str) -> Iterator[Client]:
+    params = StdioServerParameters(command=str(ENGRAM), args=args, cwd=str(store), env=_env(store, **env))
     with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(stdio_client(params)) as (read, write):
+        cm = stdio_client(params) if errlog is None else stdio_client(params, errlog=errlog)
+        with portal.wrap_async_context_manager(cm) as (read, write):
             with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
                 portal.call(session.initialize)
-                c = Client(portal, session)
-                out = c.ok("inner_voice_retrieve", {"query": "green tea", "top_k": 3})
-                assert set(out) >= {"snippets", "diagnostics"} and out["diagnostics"]["k_req"] == 3
-                assert all("vault" not in s["text"] for s in out["snippets"])
-                assert c.error("inner_voice_retrieve", {"query": "tea", "top_k": 51})["code"] == "invalid_params"
+                yield Client(portal, session)
+
+
+def test_why_and_moderation_act_on_the_bound_tenant_only(client: Client, store: Path) -> None:
+    from engram.kg_extract import EntityCandidate, KGExtraction, stage_candidates
+    from tests.thought_seed import claim, edge, episode
+
+    with db.open_store(_settings(store)) as con:
+        episode(con, USER, "mcp_e1", "CI ran every test", kind="thought")
+        claim(con, USER, "mcp_ship", "We ship on Friday")
+        claim(con, USER, "mcp_green", "Tests are green", sources=["mcp_e1"], confidence=0.9)
+        edge(con, USER, "depends_on", "mcp_ship", "mcp_green")
+        claim(con, OTHER, "mcp_bob", "Bob's claim")
+        for user in (USER, OTHER):
+            stage_candidates(con, user, "mcp_e1", KGExtraction(entities=[EntityCandidate("Acme", "acme", "org", 0.9)],
+                                                                 relations=[]), 50, 50, 0.0)
+        mine = con.execute("select id from kg_entity_candidates where user_id = ?", [USER]).fetchall()[0][0]
+        bobs = con.execute("select id from kg_entity_candidates where user_id = ?", [OTHER]).fetchall()[0][0]
+
+    trace = client.ok("why", {"kind": "claim", "id": "mcp_ship", "depth": 3})
+    assert trace["start_id"] == "mcp_ship" and "mcp_green" in {n["id"] for n in trace["nodes"]}
+    err = client.error("why", {"kind": "claim", "id": "mcp_bob"})  # another tenant's claim is unknown here
+    assert err["code"] == "invalid_params" and err["message"].startswith("id:")
+
+    pending = client.ok("knowledgegraph_moderate")["pending"]
+    assert [e["id"] for e in pending["entities"]] == [mine]
+    assert client.error("knowledgegraph_moderate", {"approve": [bobs]})["code"] == "invalid_params"
+    done = client.ok("knowledgegraph_moderate", {"approve": [mine]})
+    assert done["approved"] == 1
+    with db.open_store(_settings(store), read_only=True) as con:
+        status = dict(con.execute("select user_id, status from kg_entity_candidates").fetchall())
+        entities = con.execute("select user_id, norm_name from kg_entities").fetchall()
+    assert status == {USER: "approved", OTHER: "pending"} and entities == [(USER, "acme")]
+
+
+def test_inner_voice_retrieve_and_ask_with_the_gates_on(store: Path) -> None:
+    """A second server (ENGRAM_MCP_USER_ID, inner voice on, fake LLM) runs the gated tools."""
+    with _server(store, ["mcp"], ENGRAM_ENABLE_INNER_VOICE="true", ENGRAM_MCP_USER_ID=USER,
+                 ENGRAM_LLM="fake") as c:
+        out = c.ok("inner_voice_retrieve", {"query": "green tea", "top_k": 3})
+        assert set(out) >= {"snippets", "diagnostics"} and out["diagnostics"]["k_req"] == 3
+        assert out["snippets"] and all("vault" not in s["text"] for s in out["snippets"])
+        assert c.error("inner_voice_retrieve", {"query": "tea", "top_k": 51})["code"] == "invalid_params"
+
+        c.ok("add_memory", {"content": "I think green tea helps me focus.", "kind": "thought"})
+        voice = c.ok("inner_voice", {"content": "green tea focus", "sim_thresh": 0.0})
+        assert voice["sources"] and voice["saved_thought_id"]
+        with db.open_store(_settings(store), read_only=True) as con:
+            saved = con.execute("select user_id, kind, is_summary from episodes where id = ?",
+                                [voice["saved_thought_id"]]).fetchall()
+        assert saved == [(USER, "thought", True)]
+
+        answer = c.ok("ask", {"query": "What do I drink?"})
+        assert isinstance(answer["refused"], bool) and answer["session_id"]
+
+
+def test_no_log_keeps_only_counters(store: Path, tmp_path: Path) -> None:
+    log_path = tmp_path / "stderr.txt"
+    with log_path.open("w") as errlog:
+        with _server(store, ["-v", "mcp", "--user", USER], errlog=errlog, ENGRAM_NO_LOG="true") as c:
+            c.ok("search_memory", {"query": "secret words", "limit": 1})
+            c.error("search_memory", {"query": "secret words", "limit": 0})
+    text = log_path.read_text()
+    assert "tool=search_memory" not in text and "secret" not in text
+    assert "2 call(s), 1 error(s)" in text
+    with log_path.open("w") as errlog:
+        with _server(store, ["-v", "mcp", "--user", USER], errlog=errlog) as c:
+            c.ok("search_memory", {"query": "secret words", "limit": 1})
+    text = log_path.read_text()
+    assert "tool=search_memory status=ok" in text and "secret" not in text
