@@ -211,6 +211,31 @@ def test_why_and_moderation_act_on_the_bound_tenant_only(client: Client, store: 
     assert status == {USER: "approved", OTHER: "pending"} and entities == [(USER, "acme")]
 
 
+def test_maintenance_ops_archive_cycle_stays_in_the_tenant(client: Client, store: Path) -> None:
+    from tests.thought_seed import claim
+
+    with db.open_store(_settings(store)) as con:
+        claim(con, USER, "mcp_old", "An old retired fact", status="deprecated")
+        claim(con, OTHER, "mcp_old_bob", "Bob's old retired fact", status="deprecated")
+
+    def live() -> set[tuple[str, str]]:
+        with db.open_store(_settings(store), read_only=True) as con:
+            return set(con.execute("select user_id, id from facts where id like 'mcp_old%'").fetchall())
+
+    listed = client.ok("maintenance_ops", {"op": "list_removal_candidates"})
+    assert [(g["table"], g["user_id"], g["status"], g["n"]) for g in listed["groups"]] == \
+        [("facts", USER, "deprecated", 1)]
+    assert client.ok("maintenance_ops", {"op": "export_removals"})["files"] == []  # dry run by default
+    exported = client.ok("maintenance_ops", {"op": "export_removals", "dry_run": False})
+    assert exported["rows"]["facts"] == 1 and len(exported["files"]) >= 1
+    finalized = client.ok("maintenance_ops", {"op": "finalize_removal", "dry_run": False})
+    assert finalized["rows"]["facts"] == 1
+    assert live() == {(OTHER, "mcp_old_bob")}
+    restored = client.ok("maintenance_ops", {"op": "restore", "ids": ["mcp_old", "mcp_old_bob"], "dry_run": False})
+    assert restored["rows"]["facts"] == 1
+    assert live() == {(USER, "mcp_old"), (OTHER, "mcp_old_bob")}
+
+
 def test_inner_voice_retrieve_and_ask_with_the_gates_on(store: Path) -> None:
     """A second server (ENGRAM_MCP_USER_ID, inner voice on, fake LLM) runs the gated tools."""
     with _server(store, ["mcp"], ENGRAM_ENABLE_INNER_VOICE="true", ENGRAM_MCP_USER_ID=USER,
