@@ -1,4 +1,4 @@
-"""`engram mcp`: an MCP server over stdio (official `mcp` SDK, low-level Server) bound to one tenant.
+"""`engram mcp`: an MCP server over stdio or local streamable HTTP (official `mcp` SDK) bound to one tenant.
 
 Arguments are validated against each tool's JSON schema (defaults filled in) before the engram
 function runs; every failure comes back as a tool result with is_error=true and structured content
@@ -174,3 +174,15 @@ async def serve_stdio(settings: Settings, user_id: str) -> None:
 def run_stdio(settings: Settings, user_id: str) -> None:
     """Blocking entry point of `engram mcp`."""
     anyio.run(serve_stdio, settings, user_id)
+
+
+def run_http(settings: Settings, user_id: str, port: int) -> None:
+    """Serve the tools over streamable HTTP at http://127.0.0.1:<port>/mcp (loopback only)."""
+    import uvicorn
+
+    app = EngramMCP(settings, user_id)
+    try:
+        uvicorn.run(app.build().streamable_http_app(host="127.0.0.1"), host="127.0.0.1", port=port,
+                    log_level="warning")
+    finally:
+        log.info("mcp server stopped: %d call(s), %d error(s)", app.counters["calls"], app.counters["errors"])

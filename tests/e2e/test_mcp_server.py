@@ -271,3 +271,48 @@ def test_no_log_keeps_only_counters(store: Path, tmp_path: Path) -> None:
             c.ok("search_memory", {"query": "secret words", "limit": 1})
     text = log_path.read_text()
     assert "tool=search_memory status=ok" in text and "secret" not in text
+
+
+def test_without_a_user_the_server_refuses_to_start(store: Path) -> None:
+    import subprocess
+
+    proc = subprocess.run([str(ENGRAM), "mcp"], env=_env(store), cwd=str(store), capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "error [invalid_params]: user:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_streamable_http_on_loopback(store: Path) -> None:
+    """`engram mcp --http PORT` serves the same tools at http://127.0.0.1:PORT/mcp."""
+    import socket
+    import subprocess
+    import time
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([str(ENGRAM), "mcp", "--user", USER, "--http", str(port)], env=_env(store),
+                            cwd=str(store), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+        with start_blocking_portal() as portal:
+            url = f"http://127.0.0.1:{port}/mcp"
+            with portal.wrap_async_context_manager(streamable_http_client(url)) as (read, write):
+                with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
+                    portal.call(session.initialize)
+                    c = Client(portal, session)
+                    assert len(c.list_tools().tools) == 10
+                    assert c.ok("memory_stats")["user_id"] == USER
+                    assert c.error("search_memory", {"query": "tea", "limit": 101})["code"] == "invalid_params"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
