@@ -316,3 +316,26 @@ def test_streamable_http_on_loopback(store: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_unexpected_and_store_errors_map_to_stable_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process: a bug becomes internal_error (type only, no trace); an unusable store becomes db_error."""
+    from engram import mcp_tools
+    from engram.mcp_server import EngramMCP
+
+    bad_dir = tmp_path / "a_directory"
+    bad_dir.mkdir()
+    app = EngramMCP(Settings(db_path=bad_dir, embedder="hash", llm="none"), USER)
+    res = app.call("memory_stats", {})
+    assert res.is_error and res.structured_content["error"]["code"] == "db_error"
+
+    def boom(ctx: Any, args: dict[str, Any]) -> Any:
+        raise KeyError("secret memory text")
+
+    monkeypatch.setattr(mcp_tools.BY_NAME["memory_stats"], "handler", boom)
+    res = app.call("memory_stats", {})
+    assert res.structured_content == {"error": {"code": "internal_error",
+                                                "message": "internal error (KeyError); see the server log"}}
+    assert app.counters["errors.db_error"] == 1 and app.counters["errors.internal_error"] == 1
+    with pytest.raises(Exception, match="user"):
+        EngramMCP(Settings(db_path=tmp_path / "x.duckdb"), " ")
