@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import socket
 import uuid
 from collections import defaultdict
@@ -369,11 +370,11 @@ def _entry(x: dict[str, Any]) -> dict[str, Any]:
 
 def check_writable(archive_dir: Path) -> None:
     """Fail early, with a typed error naming the setting, when the archive directory cannot be written."""
-    probe = Path(archive_dir) / f".write-probe-{os.getpid()}"
     try:
         Path(archive_dir).mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        # a uniquely named probe: shards archive from several threads of one process at once
+        with tempfile.NamedTemporaryFile(dir=archive_dir, prefix=".write-probe-"):
+            pass
     except OSError as exc:
         raise StoreError(f"archive_dir: {archive_dir} is not writable ({exc.strerror}); nothing was exported") from exc
 
