@@ -1,0 +1,7 @@
+-- Returns every nodes row of the tenant (a patch's before/after image), ordered by id.
+-- Params: $user_id.
+select
+    *
+from nodes
+where user_id = $user_id
+order by id
