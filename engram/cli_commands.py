@@ -11,6 +11,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli_consolidate",
     "engram.cli_checks",
     "engram.cli_thought",
+    "engram.cli_patch",
     "engram.cli_archive",
     "engram.cli_review",
     "engram.cli_query",
