@@ -1,0 +1,192 @@
+"""Quality evaluation on real data: retrieval, dedupe, contradiction, knowledge update, extraction.
+
+    python -m bench.quality [--data ../shared/data] [--out bench/] [--quick]
+
+Writes <out>/QUALITY.md, <out>/quality.json and <out>/quality_*.png (plots need the `bench`
+extra: matplotlib). Offline, no LLM. Every dataset path can be overridden, so unseen splits of
+the same sources run unchanged; thresholds are only ever chosen on train splits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.quality_embed import CachedEmbedder, default_cache_dir
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_FILES = {
+    "locomo": "locomo/locomo_dev.json",
+    "msrp_train": "msrp/msr-para-train.tsv", "msrp_dev": "msrp/msr-para-val.tsv",
+    "sick_train": "sick2014/SICK_train.txt", "sick_dev": "sick2014/SICK_trial.txt",
+    "nli": "nli/mnli_dev_matched_binary_42.csv",
+    "situatedqa": "situatedqa/qa_data_temp.dev.jsonl",
+    "spc": "spc/Synthetic-Persona-Chat_valid.csv",
+}
+EVALUATIONS = ("retrieval", "dedupe", "contradiction", "knowledge_update", "extraction")
+
+
+@dataclass
+class Sizes:
+    """How much of each dataset a run uses (None = all)."""
+
+    locomo_questions: int | None = None
+    locomo_conversations: int | None = None
+    pair_train: int | None = None
+    nli_pairs: int | None = None
+    situatedqa_questions: int | None = None
+    spc_conversations: int = 150
+    notes: list[str] = field(default_factory=list)
+
+
+FULL = Sizes()
+QUICK = Sizes(locomo_questions=120, locomo_conversations=1, pair_train=600, nli_pairs=400,
+              situatedqa_questions=60, spc_conversations=15)
+
+
+def resolve_paths(data: Path, overrides: dict[str, Path | None]) -> dict[str, Path]:
+    """Default file names under `data`, each overridable."""
+    return {k: Path(overrides.get(k) or data / v) for k, v in DEFAULT_FILES.items()}
+
+
+def make_embedder(name: str, cache: bool) -> CachedEmbedder:
+    """The evaluation embedder (minilm by default), cached under the system temp dir."""
+    from engram import embed
+    from engram.settings import load_settings
+
+    inner = embed.from_settings(load_settings(embedder=name, llm="none"))
+    return CachedEmbedder(inner, default_cache_dir(inner.model) if cache else None)
+
+
+def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cache: bool = True,
+        only: tuple[str, ...] = EVALUATIONS, progress: Any = print) -> dict[str, Any]:
+    """Every chosen evaluation; the result dict that QUALITY.md and quality.json are written from."""
+    from bench import quality_contradiction, quality_dedupe, quality_extraction, quality_knowledge_update
+    from bench import quality_retrieval
+    from engram.settings import load_settings
+
+    missing = [str(p) for k, p in paths.items() if _needed(k, only) and not p.exists()]
+    if missing:
+        from engram.errors import InvalidInput
+
+        raise InvalidInput(f"data: missing file(s) {missing}")
+    settings = load_settings(llm="none")
+    emb = make_embedder(embedder_name, cache)
+    as_of = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    out: dict[str, Any] = {
+        "settings": {k: getattr(settings, k) for k in (
+            "merge_threshold", "support_threshold", "contradiction_threshold", "min_cluster_size", "pca_dims",
+            "cluster_min_similarity", "initial_confidence", "support_gain", "decay_rate", "deprecate_below",
+            "auto_merge_min_confidence")},
+        "embedder": f"{emb.provider}/{emb.model}", "paths": {k: str(p) for k, p in paths.items()},
+        "sizes": {k: v for k, v in sizes.__dict__.items() if k != "notes"}, "timings": {},
+    }
+    s = out["settings"]
+
+    def timed(name: str, fn: Any) -> Any:
+        progress(f"[quality] {name} ...")
+        t0 = time.perf_counter()
+        value = fn()
+        out["timings"][name] = round(time.perf_counter() - t0, 1)
+        progress(f"[quality] {name} done in {out['timings'][name]} s")
+        return value
+
+    if "retrieval" in only or "extraction" in only:
+        retrieval, store = timed("retrieval", lambda: quality_retrieval.run(
+            emb, paths["locomo"], as_of, sizes.locomo_questions, sizes.locomo_conversations))
+        try:
+            if "retrieval" in only:
+                out["retrieval"] = retrieval
+            if "extraction" in only:
+                users = sorted(retrieval["stage_counts"])
+                out["extraction"] = {"locomo": timed("extraction_locomo", lambda: quality_extraction.run_locomo(
+                    emb, store, paths["locomo"], users))}
+        finally:
+            store.close()
+    if "dedupe" in only:
+        out["dedupe"] = timed("dedupe", lambda: quality_dedupe.run(
+            emb, paths["msrp_train"], paths["msrp_dev"], paths["sick_train"], paths["sick_dev"],
+            s["merge_threshold"], s["support_threshold"], sizes.pair_train))
+    if "contradiction" in only:
+        out["contradiction"] = timed("contradiction", lambda: quality_contradiction.run(
+            emb, paths["sick_train"], paths["sick_dev"], paths["nli"], s["contradiction_threshold"],
+            s["support_threshold"], sizes.pair_train, sizes.nli_pairs))
+    if "knowledge_update" in only:
+        out["knowledge_update"] = timed("knowledge_update", lambda: quality_knowledge_update.run(
+            emb, paths["situatedqa"], as_of, sizes.situatedqa_questions))
+    if "extraction" in only:
+        out.setdefault("extraction", {})["spc"] = timed("extraction_spc", lambda: quality_extraction.run_spc(
+            emb, paths["spc"], as_of, sizes.spc_conversations))
+    out["embedding"] = {"texts_embedded": emb.embedded, "embed_s": round(emb.seconds, 1),
+                        "cache_dir": str(emb.cache_dir) if emb.cache_dir else None}
+    return out
+
+
+def _needed(key: str, only: tuple[str, ...]) -> bool:
+    uses = {"locomo": ("retrieval", "extraction"), "msrp_train": ("dedupe",), "msrp_dev": ("dedupe",),
+            "sick_train": ("dedupe", "contradiction"), "sick_dev": ("dedupe", "contradiction"),
+            "nli": ("contradiction",), "situatedqa": ("knowledge_update",), "spc": ("extraction",)}
+    return any(e in only for e in uses[key])
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN -> None, paths/datetimes -> str."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 6)
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (int, str, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def write(result: dict[str, Any], out_dir: Path, quick: bool, started: float) -> dict[str, Path]:
+    """QUALITY.md, quality.json and the plots into out_dir."""
+    from bench.quality_plots import write_plots
+    from bench.quality_report import render
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result["machine"] = {"platform": f"{platform.machine()} {platform.system()} {platform.release()}",
+                         "cores": os.cpu_count(), "python": platform.python_version(),
+                         "load_average_end": round(os.getloadavg()[0], 2)}
+    result["date"] = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    result["quick"] = quick
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    result["plots"] = write_plots(result, out_dir)
+    (out_dir / "quality.json").write_text(json.dumps(_clean(result), indent=1) + "\n")
+    (out_dir / "QUALITY.md").write_text(render(result))
+    return {"report": out_dir / "QUALITY.md", "json": out_dir / "quality.json"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments, run, write the report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Root of the evaluation data.")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="Report directory.")
+    parser.add_argument("--quick", action="store_true", help="Small samples (tests, smoke runs).")
+    parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
+    parser.add_argument("--no-cache", action="store_true", help="Do not cache embeddings in the temp dir.")
+    parser.add_argument("--only", nargs="+", choices=EVALUATIONS, default=list(EVALUATIONS))
+    for key in DEFAULT_FILES:
+        parser.add_argument(f"--{key.replace('_', '-')}", type=Path, default=None,
+                            help=f"Override <data>/{DEFAULT_FILES[key]}.")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    paths = resolve_paths(args.data, {k: getattr(args, k) for k in DEFAULT_FILES})
+    result = run(paths, QUICK if args.quick else FULL, args.embedder, not args.no_cache, tuple(args.only))
+    files = write(result, args.out, args.quick, started)
+    print(f"[quality] wrote {files['report']} and {files['json']} in {result['wall_s']} s")
+
+
+if __name__ == "__main__":
+    main()

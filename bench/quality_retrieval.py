@@ -1,0 +1,148 @@
+"""Retrieval evaluation on LoCoMo: evidence recall@k before consolidation (episodes) and after (facts).
+
+Each conversation is a tenant. Before: hybrid search over episodes (and the plain BM25 baseline of
+bench/locomo.py). After the nightly stages (no LLM): hybrid search over facts, where a fact hits an
+evidence turn when its provenance (extracted_from or supports) contains the turn, and over both
+tables. Adversarial questions (category 5) are also an abstention test: does the top hit's cosine
+separate them from answerable questions (ROC-AUC)?
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.locomo import CATEGORIES, evidence_ids, plain_tokens
+from bench.quality_embed import CachedEmbedder
+from bench.quality_store import Store, consolidate_tenant, fact_sources, fact_table, ingest, open_temp_store
+from engram import db, metrics
+from engram.locomo import locomo_records
+from engram.query.lexical import BM25
+from engram.query.search import search_memory
+
+KMAX = 10
+METHODS = ("baseline-bm25", "episodes", "facts", "both")
+
+
+def _turn(episode_id: str) -> str:
+    return episode_id.split(":", 1)[1]
+
+
+def questions(path: Path, known: dict[str, set[str]], max_questions: int | None) -> list[dict[str, Any]]:
+    """LoCoMo questions with at least one evidence turn that exists (evidence ids normalised)."""
+    out = []
+    for sample in json.loads(Path(path).read_text(encoding="utf-8")):
+        user = str(sample["sample_id"])
+        if user not in known:
+            continue
+        for qa in sample["qa"]:
+            gold = [e for e in evidence_ids(qa.get("evidence", [])) if e in known[user]]
+            if gold:
+                out.append({"user": user, "question": qa["question"], "category": int(qa["category"]), "gold": gold})
+    if max_questions is not None:
+        # a stride keeps every conversation and category represented in a small sample
+        step = max(-(-len(out) // max_questions), 1)
+        out = out[::step][:max_questions]
+    return out
+
+
+def _recalls(covers: list[set[str]], gold: list[str]) -> list[float]:
+    return [metrics.covered_recall_at_k(covers, gold, k) if covers else 0.0 for k in range(1, KMAX + 1)]
+
+
+def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: int | None = None,
+        max_conversations: int | None = None) -> tuple[dict[str, Any], Store]:
+    """Recall@1..10 per method and category, consolidation counts; returns the store (caller closes it)."""
+    records = locomo_records(data)
+    users = sorted({r["user_id"] for r in records})
+    if max_conversations is not None:
+        users = users[:max_conversations]
+        records = [r for r in records if r["user_id"] in users]
+    by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_user[r["user_id"]].append(r)
+    store = open_temp_store("locomo", embedder)
+    t0 = time.perf_counter()
+    ingest(store, records, embedder)
+    timings = {"ingest_s": time.perf_counter() - t0}
+    qs = questions(data, {u: {_turn(r["id"]) for r in rs} for u, rs in by_user.items()}, max_questions)
+    embedder.embed([q["question"] for q in qs])
+    baseline = {u: BM25([plain_tokens(f"{r['role']}: {r['content']}") for r in rs]) for u, rs in by_user.items()}
+    rec: dict[str, list[list[float]]] = {m: [] for m in METHODS}
+    top_sim: dict[str, list[float]] = {"episodes": [], "facts": [], "baseline-bm25": []}
+    t0 = time.perf_counter()
+    with db.open_reader(store.settings) as con:
+        for q in qs:
+            scores = baseline[q["user"]].score(plain_tokens(q["question"]))
+            order = [i for i in np.argsort(-scores, kind="stable")[:KMAX] if scores[i] > 0]
+            rec["baseline-bm25"].append(_recalls([{_turn(by_user[q["user"]][i]["id"])} for i in order], q["gold"]))
+            top_sim["baseline-bm25"].append(float(scores.max()) if len(scores) else 0.0)
+            hits = search_memory(q["question"], "episodes", KMAX, q["user"], settings=store.settings, con=con,
+                                 embedder=embedder)
+            rec["episodes"].append(_recalls([{_turn(h.id)} for h in hits], q["gold"]))
+            top_sim["episodes"].append(max((h.similarity or 0.0 for h in hits), default=0.0))
+    timings["search_before_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runs: dict[str, Any] = {}
+    for u in users:
+        runs[u] = consolidate_tenant(store, u, embedder, as_of)
+    timings["consolidate_s"] = time.perf_counter() - t0
+    sources = {u: fact_sources(store, u) for u in users}
+    facts = {u: fact_table(store, u) for u in users}
+    t0 = time.perf_counter()
+    with db.open_reader(store.settings) as con:
+        for q in qs:
+            src = sources[q["user"]]
+            for method, table in (("facts", "facts"), ("both", "both")):
+                hits = search_memory(q["question"], table, KMAX, q["user"], settings=store.settings, con=con,
+                                     embedder=embedder)
+                covers = [{_turn(e) for e in src.get(h.id, ())} if h.table == "facts" else {_turn(h.id)} for h in hits]
+                rec[method].append(_recalls(covers, q["gold"]))
+                if method == "facts":
+                    top_sim["facts"].append(max((h.similarity or 0.0 for h in hits), default=0.0))
+    timings["search_after_s"] = time.perf_counter() - t0
+    return _summarise(qs, rec, top_sim, runs, facts, sources, by_user, timings), store
+
+
+def _summarise(qs: list[dict[str, Any]], rec: dict[str, list[list[float]]], top_sim: dict[str, list[float]],
+               runs: dict[str, Any], facts: dict[str, list[dict[str, Any]]], sources: dict[str, dict[str, set[str]]],
+               by_user: dict[str, list[dict[str, Any]]], timings: dict[str, float]) -> dict[str, Any]:
+    cats = np.array([q["category"] for q in qs])
+    curves = {m: {CATEGORIES[c]: np.mean(np.array(rec[m])[cats == c], axis=0).tolist() if (cats == c).any() else None
+                  for c in CATEGORIES} for m in METHODS}
+    main = [1, 2, 4]
+    overall = {m: np.mean(np.array(rec[m])[np.isin(cats, main)], axis=0).tolist() if np.isin(cats, main).any() else None
+               for m in METHODS}
+    active = {u: [f for f in fs if f["status"] == "active"] for u, fs in facts.items()}
+    turns = sum(len(rs) for rs in by_user.values())
+    covered = sum(len({e for f in active[u] for e in sources[u].get(f["id"], ())}) for u in active)
+    n_src = [len(sources[u].get(f["id"], ())) for u in active for f in active[u]]
+    adv = cats == 5
+    abstention: dict[str, Any] = {"adversarial": int(adv.sum()), "answerable": int((~adv).sum())}
+    if adv.any() and (~adv).any():
+        for m, sims in top_sim.items():
+            # low top similarity should flag the unanswerable question: score = -similarity
+            abstention[f"roc_auc_{m}"] = metrics.roc_auc(-np.array(sims), adv)
+            abstention[f"mean_top_{m}_adversarial"] = float(np.mean(np.array(sims)[adv]))
+            abstention[f"mean_top_{m}_answerable"] = float(np.mean(np.array(sims)[~adv]))
+    status_counts: dict[str, int] = defaultdict(int)
+    for fs in facts.values():
+        for f in fs:
+            status_counts[f["status"]] += 1
+    return {
+        "questions": len(qs), "per_category": {CATEGORIES[c]: int((cats == c).sum()) for c in CATEGORIES},
+        "turns": turns, "conversations": len(by_user), "recall_curves": curves, "recall_main_categories": overall,
+        "facts": {"statuses": dict(status_counts), "active": sum(len(v) for v in active.values()),
+                  "turns_covered_by_active_facts": covered, "turn_coverage": covered / turns if turns else 0.0,
+                  "mean_sources_per_active_fact": float(np.mean(n_src)) if n_src else 0.0},
+        "stage_counts": {u: {k: v for k, v in r.items() if k != "confidence_after_extract"} for u, r in runs.items()},
+        "confidence_after_extract": [c for r in runs.values() for c in r["confidence_after_extract"]],
+        "confidence_after_run": [f["confidence"] for fs in facts.values() for f in fs],
+        "abstention": abstention, "timings": timings,
+    }
