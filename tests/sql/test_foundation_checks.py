@@ -59,6 +59,7 @@ def test_the_checks_are_the_ones_documented() -> None:
     assert {
         "facts_have_sources", "merged_into_points_to_existing", "confidence_in_range",
         "no_cross_tenant_links", "episodes_embedding_dim_matches", "facts_embedding_dim_matches",
+        "thought_source_refs_are_episodes", "edge_endpoints_exist",
     } <= set(check_names())
 
 
