@@ -2,7 +2,7 @@
 
 It reads the prompt's data block like a model would and answers every case or cluster:
 contradictions keep the more recently asserted fact (keep_both on a tie), merges keep the most
-confident fact, extraction states each cluster's first user episode as one fact.
+confident fact, extraction states each cluster's first user episode as one fact, why's support pick covers every path.
 """
 
 from __future__ import annotations
@@ -63,7 +63,20 @@ def _extraction(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"clusters": clusters}
 
 
-RULES = {"ContradictionReply": _contradictions, "MergeReply": _merges, "ExtractionReply": _extraction}
+def _support_pick(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """why's support set: for each path not yet hit, its claim on the most paths (then most confident)."""
+    confidence = {r["claim_id"]: r["confidence"] for r in records if "text" in r}
+    paths = [r["claim_ids"] for r in records if "path" in r]
+    on_paths = {c: sum(c in p for p in paths) for c in confidence}
+    chosen: list[str] = []
+    for path in paths:
+        if path and not set(path) & set(chosen):
+            chosen.append(min(path, key=lambda c: (-on_paths.get(c, 0), -confidence.get(c, 0.0), c)))
+    return {"claim_ids": chosen}
+
+
+RULES = {"ContradictionReply": _contradictions, "MergeReply": _merges, "ExtractionReply": _extraction,
+         "SupportPick": _support_pick}
 
 
 def rule_based_responder(prompt: str, schema: type[BaseModel]) -> str:
