@@ -11,15 +11,16 @@ User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _run(fn: Any, read_only: bool = False) -> Any:
-    """Run fn(con) against the store; typed errors end the command with their message."""
+def _run(fn: Any, user: str, read_only: bool = False) -> Any:
+    """Run fn(con) against the tenant's store (its shard); typed errors end the command with their message."""
     from engram import db
     from engram.cli import fail, settings_or_exit
     from engram.errors import EngramError
+    from engram.sharding import settings_for_tenant
 
     s = settings_or_exit()
     try:
-        with db.open_store(s, read_only=read_only) as con:
+        with db.open_store(settings_for_tenant(s, user), read_only=read_only) as con:
             return fn(con)
     except EngramError as exc:
         fail(exc)
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
             text = typer.get_text_stream("stdin").read() if str(file) == "-" else file.read_text()
         except OSError as exc:
             fail(InvalidInput(f"file: cannot read {file}: {exc.strerror}"))
-        res = _run(lambda con: patches.apply_patch(con, user, text, dry_run=dry_run))
+        res = _run(lambda con: patches.apply_patch(con, user, text, dry_run=dry_run), user)
         emit(res if as_json else _change_lines(res), as_json)
 
     @patch_app.command("rollback")
@@ -64,7 +65,7 @@ def register(app: typer.Typer) -> None:
         from engram.cli import emit
         from engram.thoughtdb import patches
 
-        res = _run(lambda con: patches.rollback_patch(con, user, patch_id))
+        res = _run(lambda con: patches.rollback_patch(con, user, patch_id), user)
         emit(res if as_json else _change_lines(res), as_json)
 
     @patch_app.command("list")
@@ -74,7 +75,7 @@ def register(app: typer.Typer) -> None:
         from engram.cli import emit
         from engram.thoughtdb import patches
 
-        rows = _run(lambda con: patches.list_patches(con, user, limit), read_only=True)
+        rows = _run(lambda con: patches.list_patches(con, user, limit), user, read_only=True)
         emit(rows if as_json else [f"{r['id']}  {r['status']}  {r['created_at']}  changes={r['n_changes']}"
                                    for r in rows], as_json)
 
@@ -87,5 +88,5 @@ def register(app: typer.Typer) -> None:
         from engram.cli import emit
         from engram.thoughtdb import patches
 
-        row = _run(lambda con: patches.get_patch(con, user, patch_id), read_only=True)
+        row = _run(lambda con: patches.get_patch(con, user, patch_id), user, read_only=True)
         emit(row if as_json else [json.dumps(row, default=str, indent=2)], as_json)

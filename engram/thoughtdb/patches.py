@@ -374,12 +374,15 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
             if now_image != (None if c["after"] is None else json.loads(c["after"])):
                 raise InvalidInput(f"patch_id: {c['table_name']} row {c['row_key']!r} changed after the patch; "
                                    "rollback refused")
+        # audit rows (status_after: the restored status); the rows themselves come back from the images below
         fact_changes = [
-            FactChange(c["row_key"], "reverted", f"rollback patch {patch_id}: "
-                       + ("created" if c["before"] is None else "changed"))
+            FactChange(c["row_key"], "reverted", f"rollback patch {patch_id}: created")
+            if c["before"] is None else
+            FactChange(c["row_key"], "reverted", f"rollback patch {patch_id}: changed",
+                       status=json.loads(c["before"])["status"])
             for c in changes if c["table_name"] == "facts"
         ]
-        apply_changes(con, user_id, f"rollback-{patch_id}", fact_changes, now)  # audit rows only
+        apply_changes(con, user_id, f"rollback-{patch_id}", fact_changes, now)
         for table in TABLES:
             mine = [c for c in changes if c["table_name"] == table]
             if not mine:

@@ -69,3 +69,22 @@ def test_invalid_patch_names_op_and_field(store, tmp_path) -> None:
     assert "invalid_input" in out or "ops.0.source_refs" in out
     assert "ops.0.source_refs" in out
     assert _rows(store) == before
+
+
+def test_patch_commands_open_the_tenants_shard(settings, monkeypatch, tmp_path) -> None:
+    from engram.settings import load_settings
+    from engram.sharding import settings_for_tenant
+
+    monkeypatch.setenv("ENGRAM_SHARDS", "2")
+    shard = settings_for_tenant(load_settings(), U)
+    with db.open_store(shard) as con:
+        episode(con, U, "ep1", "We picked DuckDB")
+        claim(con, U, "c1", "The store is SQLite", sources=["ep1"])
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"id": "sh-1", "ops": [{"op": "retract", "id": "c1", "source_refs": ["ep1"]}]}))
+    assert json.loads(_invoke("patch", "apply", str(path), "--user", U, "--json"))["status"] == "applied"
+    with db.open_store(shard, read_only=True) as con:
+        assert con.execute("select status from facts where id = 'c1'").fetchall() == [("retracted",)]
+    _invoke("patch", "rollback", "sh-1", "--user", U)
+    with db.open_store(shard, read_only=True) as con:
+        assert con.execute("select status from facts where id = 'c1'").fetchall() == [("active",)]

@@ -109,6 +109,10 @@ def test_apply_then_rollback_restores_exact_state(seeded) -> None:
     assert [a[0] for a in audit] == sorted(["c_old", "c_dup", "c_wrong", new_claim])
     assert {a[1] for a in audit} == {"reverted"}
     assert dict((a[0], a[3]) for a in audit)[new_claim] == "rollback patch p1: created"
+    statuses = dict(con.execute(
+        "select fact_id, status_before || '->' || status_after from fact_events where user_id = ? "
+        "and run_id = 'rollback-p1' and fact_id <> ?", [U, new_claim]).fetchall())
+    assert statuses == {"c_old": "superseded->active", "c_dup": "merged_into->active", "c_wrong": "retracted->active"}
     assert con.execute("select count(*) from fact_events where user_id = ?", [U]).fetchone()[0] == \
         events_after_apply + 4
     row = con.execute("select status, rolled_back_at from graph_patches where id = 'p1'").fetchone()
