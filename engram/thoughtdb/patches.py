@@ -9,14 +9,16 @@ patch creates or changes (facts, fact_sources, nodes, edges) is recorded in grap
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
+import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram import db
-from engram.errors import InvalidInput
+from engram.errors import EngramError, InvalidInput
 from engram.fact_ops import FactChange, apply_changes
 from engram.textnorm import content_hash
 from engram.thoughtdb import claims, edges, nodes
@@ -157,12 +159,31 @@ def _key(table: str, row: dict[str, Any]) -> str:
     return row["id"]
 
 
-def _snapshot(con: db.Connection, user_id: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """Every row of the tenant in the patchable tables, keyed by table then row key."""
+def _snapshot(
+    con: db.Connection, user_id: str, ids: Sequence[str], keys: dict[str, list[str]] | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The tenant's rows a patch may touch (named by `ids`, or by exact `keys` per table), by table then key."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for table in TABLES:
-        rows = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id=user_id).to_pylist()
+        rows = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id=user_id, ids=list(ids),
+                              keys=(keys or {}).get(table, [])).to_pylist()
         out[table] = {_key(table, r): r for r in rows}
+    return out
+
+
+def _fingerprints(con: db.Connection, user_id: str) -> dict[str, pl.DataFrame]:
+    """(row_key, hash of the row) of every tenant row in the patchable tables; cheap to diff."""
+    return {table: db.query(con, f"queries/patch_fingerprint_{table}", user_id=user_id) for table in TABLES}
+
+
+def _changed_keys(before: dict[str, pl.DataFrame], after: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Per table, the keys whose row appeared, disappeared or changed, with `existed` (had a row before)."""
+    out: dict[str, pl.DataFrame] = {}
+    for table in TABLES:
+        joined = before[table].join(after[table], on="row_key", how="full", coalesce=True, suffix="_after")
+        out[table] = joined.filter(
+            pl.col("h").is_null() | pl.col("h_after").is_null() | (pl.col("h") != pl.col("h_after"))
+        ).select("row_key", pl.col("h").is_not_null().alias("existed"))
     return out
 
 
@@ -247,6 +268,25 @@ def _validate_static(con: db.Connection, user_id: str, patch: GraphPatch) -> Non
             keys.add(op.key)
 
 
+def _candidate_ids(con: db.Connection, user_id: str, patch: GraphPatch) -> list[str]:
+    """Every existing id the patch names (and the claims they redirect to): the rows it may change."""
+    named: set[str] = set()
+    for op in patch.ops:
+        if isinstance(op, CreateEdge):
+            named |= {op.from_id, op.to_id}
+        elif isinstance(op, Supersede):
+            named.add(op.claim_id)
+        elif isinstance(op, SameAs):
+            named |= {op.duplicate_id, op.canonical_id}
+        elif isinstance(op, Retract):
+            named.add(op.id)
+        elif isinstance(op, CreateSummary):
+            named |= set(op.covers)
+    plain = sorted(i for i in named if not i.startswith(ALIAS_PREFIX))
+    redirects = {hop for i in plain for hop in claims.resolve(con, user_id, i)} if plain else set()
+    return sorted(set(plain) | redirects)
+
+
 def _run_op(con: db.Connection, user_id: str, op: Any, aliases: dict[str, str], now: datetime) -> dict[str, Any]:
     """Apply one op inside the caller's transaction; returns the ids it wrote."""
     if isinstance(op, CreateNode):
@@ -312,7 +352,9 @@ def apply_patch(
         if existing.height:
             raise InvalidInput(f"id: patch {patch_id!r} was already applied (status {existing['status'][0]})")
         _validate_static(con, user_id, patch)
-        before = _snapshot(con, user_id)
+        candidates = _candidate_ids(con, user_id, patch)
+        before = _snapshot(con, user_id, candidates)
+        prints = _fingerprints(con, user_id)
         aliases: dict[str, str] = {}
         outputs = []
         for i, op in enumerate(patch.ops):
@@ -321,7 +363,13 @@ def apply_patch(
                 outputs.append(_run_op(con, user_id, op, aliases, now + timedelta(microseconds=i)))
             except InvalidInput as exc:
                 raise InvalidInput(f"ops.{i} ({op.op}): {exc}") from None
-        changes = _diff(before, _snapshot(con, user_id))
+        changed = _changed_keys(prints, _fingerprints(con, user_id))
+        for table, frame in changed.items():
+            unseen = [k for k, existed in frame.iter_rows() if existed and k not in before[table]]
+            if unseen:  # an op changed a row the patch did not name: its before-image is lost, so refuse
+                raise EngramError(f"patch: an op changed {table} rows outside the patch's records; nothing applied")
+        after = _snapshot(con, user_id, candidates, {t: f["row_key"].to_list() for t, f in changed.items()})
+        changes = _diff(before, after)
         ops_json = json.dumps(patch.model_dump(mode="json"), sort_keys=True)
         db.execute(con, "queries/patch_insert", id=patch_id, user_id=user_id, source=patch.source, now=now,
                    ops=ops_json)
@@ -367,7 +415,10 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
         if found["status"][0] != "applied":
             raise InvalidInput(f"patch_id: patch {patch_id!r} is already {found['status'][0]}")
         changes = db.query(con, "queries/patch_changes", user_id=user_id, patch_id=patch_id).to_dicts()
-        current = _snapshot(con, user_id)
+        recorded: dict[str, list[str]] = {}
+        for c in changes:
+            recorded.setdefault(c["table_name"], []).append(c["row_key"])
+        current = _snapshot(con, user_id, [], recorded)
         for c in changes:
             now_row = current[c["table_name"]].get(c["row_key"])
             now_image = None if now_row is None else json.loads(json.dumps(now_row, default=_json_default))
@@ -394,7 +445,8 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
                 db.execute(con, f"queries/patch_delete_{table}", user_id=user_id, ids=keys)
             images = [json.loads(c["before"]) for c in mine if c["before"] is not None]
             if images:
-                schema = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id="\x00none").schema
+                schema = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id=user_id, ids=[],
+                                        keys=[]).schema
                 restore = pa.Table.from_pylist([_decode(schema, r) for r in images], schema=schema)
                 with db.registered(con, "patch_restore", restore):
                     db.execute(con, f"queries/patch_restore_{table}", user_id=user_id)

@@ -1,7 +1,11 @@
--- Returns every facts row of the tenant (a patch's before/after image), ordered by id.
--- Params: $user_id.
+-- Returns the tenant's facts rows a patch may touch (before/after images): id in $ids or in $keys.
+-- Params: $user_id, $ids (varchar[]: the patch's candidate ids), $keys (varchar[]: exact row keys).
 select
-    *
-from facts
-where user_id = $user_id
-order by id
+    f.*
+from facts as f
+where f.user_id = $user_id
+    and (
+        f.id in (select unnest($ids::varchar[]))
+        or f.id in (select unnest($keys::varchar[]))
+    )
+order by f.id

@@ -1,7 +1,11 @@
--- Returns every nodes row of the tenant (a patch's before/after image), ordered by id.
--- Params: $user_id.
+-- Returns the tenant's nodes rows a patch may touch (before/after images): id in $ids or in $keys.
+-- Params: $user_id, $ids (varchar[]: the patch's candidate ids), $keys (varchar[]: exact row keys).
 select
-    *
-from nodes
-where user_id = $user_id
-order by id
+    n.*
+from nodes as n
+where n.user_id = $user_id
+    and (
+        n.id in (select unnest($ids::varchar[]))
+        or n.id in (select unnest($keys::varchar[]))
+    )
+order by n.id

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from engram.errors import InvalidInput
+from engram.errors import EngramError, InvalidInput
 from engram.thoughtdb import patches
 from tests.thought_seed import claim, episode
 
@@ -159,3 +159,21 @@ def test_rollback_refused_when_rows_changed_since(seeded) -> None:
     with pytest.raises(InvalidInput, match="changed after the patch"):
         patches.rollback_patch(con, U, "p2", now=LATER)
     assert con.execute("select status from graph_patches where id = 'p2'").fetchone()[0] == "applied"
+
+
+def test_a_change_outside_the_named_rows_is_refused(seeded, monkeypatch) -> None:
+    # rows are imaged only where the patch names them; the fingerprint diff catches any other change
+    con = seeded
+    before = snapshot(con)
+    monkeypatch.setattr(patches, "_candidate_ids", lambda con, user_id, patch: [])
+    with pytest.raises(EngramError, match="outside the patch's records"):
+        patches.apply_patch(con, U, {"ops": [FULL["ops"][4]]}, now=NOW)
+    assert snapshot(con) == before
+
+
+def test_untouched_rows_are_not_recorded(seeded) -> None:
+    con = seeded
+    patches.apply_patch(con, U, {"id": "p3", "ops": [FULL["ops"][4]]}, now=NOW)
+    recorded = con.execute("select table_name, row_key, before is null from graph_patch_changes "
+                           "where patch_id = 'p3' order by seq").fetchall()
+    assert recorded == [("facts", "c_wrong", False)]
