@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     paths = resolve_paths(args.data, {k: getattr(args, k) for k in DEFAULT_FILES})
     result = run(paths, QUICK if args.quick else FULL, args.embedder, not args.no_cache, tuple(args.only))
+    result["command"] = " ".join(["python -m bench.quality", *(argv if argv is not None else sys.argv[1:])])
     files = write(result, args.out, args.quick, started)
     print(f"[quality] wrote {files['report']} and {files['json']} in {result['wall_s']} s")
 

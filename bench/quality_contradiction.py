@@ -46,7 +46,7 @@ def _evaluate(f: dict[str, np.ndarray], default: float, support: float, chosen: 
         "at_default": _at(f, default), "at_support_threshold": _at(f, support), "at_chosen": _at(f, chosen),
         "rule_only": _at(f, -1.0),
         "baseline_always": metrics.prf(np.ones(len(f["gold"]), bool), f["gold"]).as_dict(),
-        "roc_auc_rule_then_cos": metrics.roc_auc((f["reason"] != "") + f["cos"] / 10, f["gold"]),
+        "roc_auc_rule_then_cos": metrics.roc_auc_or_nan((f["reason"] != "") + f["cos"] / 10, f["gold"]),
         "sweep": metrics.threshold_sweep(f["cos"], f["gold"], THRESHOLDS, f["reason"] != ""),
     }
 

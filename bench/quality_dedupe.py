@@ -67,8 +67,8 @@ def evaluate_source(embedder: CachedEmbedder, name: str, train: list[Pair], dev:
     out: dict[str, Any] = {
         "source": name, "train_pairs": len(train), "dev_pairs": len(dev),
         "dev_positive_share": float(fd["label"].mean()),
-        "roc_auc_cosine_dev": metrics.roc_auc(fd["cos"], fd["label"]),
-        "roc_auc_jaccard_dev": metrics.roc_auc(fd["jaccard"], fd["label"]),
+        "roc_auc_cosine_dev": metrics.roc_auc_or_nan(fd["cos"], fd["label"]),
+        "roc_auc_jaccard_dev": metrics.roc_auc_or_nan(fd["jaccard"], fd["label"]),
         "default_threshold": default, "chosen_threshold_on_train": chosen,
         "dev_at_default": _at(fd, default), "dev_at_chosen": _at(fd, chosen),
         "support_threshold": support, "dev_at_support": _at(fd, support),
@@ -83,6 +83,9 @@ def evaluate_source(embedder: CachedEmbedder, name: str, train: list[Pair], dev:
     if not np.isnan(fd["relatedness"]).all():
         out["spearman_cos_relatedness_dev"] = metrics.spearman(fd["cos"], fd["relatedness"])
         out["spearman_jaccard_relatedness_dev"] = metrics.spearman(fd["jaccard"], fd["relatedness"])
+        merged = np.flatnonzero((fd["cos"] > default) & fd["agree"] & fd["contradiction"])
+        out["merged_contradictions_dev"] = [
+            {"a": dev[i].a, "b": dev[i].b, "cos": float(fd["cos"][i])} for i in merged[:8]]
         out["contradiction_merge_curve_dev"] = [
             {"threshold": float(t), "merged": float(((fd["cos"] > t) & fd["agree"])[fd["contradiction"]].mean()),
              "above_cosine": float((fd["cos"] > t)[fd["contradiction"]].mean())} for t in THRESHOLDS

@@ -59,7 +59,7 @@ def run(embedder: CachedEmbedder, path: Path, as_of: datetime, max_questions: in
         ingest(store, records, embedder)
         embedder.embed([q.question for q in qs])
         bm25 = BM25([plain_tokens(r["content"]) for r in records])
-        out: dict[str, Any] = {"questions": len(qs), "episodes": len(records), "as_of_probes": len(probes)}
+        out: dict[str, Any] = {"questions": len(qs), "episode_count": len(records), "as_of_probes": len(probes)}
 
         def top_text(con: Any, query: str, table: str, when: datetime | None) -> str:
             hits = search_memory(query, table, 1, USER, as_of=when, settings=store.settings, con=con, embedder=embedder)

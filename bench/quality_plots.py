@@ -42,7 +42,10 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
         cats = ["multi-hop", "temporal", "single-hop", "open-domain", "adversarial"]
         fig, axes = plt.subplots(1, len(cats), figsize=(18, 3.6), sharey=True)
         for ax, cat in zip(axes, cats, strict=True):
-            for method, curves in r.items():
+            series = dict(r)
+            if result["retrieval"].get("nightly"):
+                series["facts, nightly replay"] = result["retrieval"]["nightly"]["recall_curves"]
+            for method, curves in series.items():
                 if curves.get(cat):
                     ax.plot(range(1, len(curves[cat]) + 1), curves[cat], marker=".", label=method)
             ax.set_title(f"LoCoMo {cat}")
@@ -51,15 +54,24 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
         axes[0].set_ylabel("evidence recall@k")
         axes[0].legend(fontsize=8)
         save(fig, "quality_retrieval.png", "retrieval")
-        fig, ax = plt.subplots(figsize=(6, 3.6))
+        n = result["retrieval"].get("nightly")
+        fig, axes = plt.subplots(1, 2 if n else 1, figsize=(12 if n else 6, 3.6), squeeze=False)
         bins = [i / 20 for i in range(21)]
+        floor = result["settings"]["deprecate_below"]
+        ax = axes[0][0]
         ax.hist(result["retrieval"]["confidence_after_extract"], bins=bins, alpha=0.6, label="after extract (new facts)")
         ax.hist(result["retrieval"]["confidence_after_run"], bins=bins, alpha=0.6, label="after the run (all statuses)")
-        ax.axvline(result["settings"]["deprecate_below"], color="red", ls=":", label="deprecate_below")
-        ax.set_xlabel("fact confidence")
-        ax.set_ylabel("facts")
-        ax.set_title("LoCoMo fact confidence before/after confidence+merge+deprecate")
-        ax.legend(fontsize=8)
+        ax.set_title("LoCoMo, one run over all sessions")
+        if n:
+            ax2 = axes[0][1]
+            ax2.hist(n["confidence_at_creation"], bins=bins, alpha=0.6, label="at creation (each night)")
+            ax2.hist(n["confidence_active_at_end"], bins=bins, alpha=0.6, label="active facts, effective at the end")
+            ax2.set_title(f"LoCoMo nightly replay ({n['runs']} runs)")
+        for a in axes[0]:
+            a.axvline(floor, color="red", ls=":", label="deprecate_below")
+            a.set_xlabel("fact confidence")
+            a.set_ylabel("facts")
+            a.legend(fontsize=8)
         save(fig, "quality_confidence.png", "confidence")
     if "dedupe" in result:
         d = result["dedupe"]

@@ -31,11 +31,12 @@ def render(res: dict[str, Any]) -> str:
         "# engram quality on real data (bench/quality.py)", "",
         f"- date: {res['date']}; machine: {m['platform']}, {m['cores']} cores, Python {m['python']}; "
         f"load average at the end {m['load_average_end']} (cores shared with other work)",
-        f"- command: `python -m bench.quality{' --quick' if res['quick'] else ''}`; wall time {res['wall_s']:.0f} s "
+        f"- command: `{res.get('command', 'python -m bench.quality')}`; wall time {res['wall_s']:.0f} s "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in res['timings'].items())}); no LLM (the nightly stages run "
         "extractive, as with `llm = none`)",
-        f"- embedder: {res['embedder']}; {res['embedding']['texts_embedded']} texts embedded in "
-        f"{res['embedding']['embed_s']:.0f} s (cache: system temp dir, never the repository)",
+        f"- embedder: {res['embedder']}; {res['embedding']['texts_embedded']} texts computed by the embedder in "
+        f"{res['embedding']['embed_s']:.0f} s (the rest read from the cache in the system temp dir, never the repository; "
+        f"cache {'on' if res['embedding']['cache_dir'] else 'off (cold run)'})",
         "- settings under test: " + ", ".join(f"{k} {v}" for k, v in s.items()),
         "- data: " + ", ".join(f"{k} `{p.split('/data/')[-1]}`" for k, p in res["paths"].items()),
         "- rule: every threshold the report *chooses* is chosen on a train split (MSRP train, SICK train) and "
@@ -67,10 +68,12 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
         "*both* = facts and episodes together; *baseline-bm25* = BM25 over \"speaker: text\" (bench/locomo.py).", "",
         "| method | k | " + " | ".join(CATS) + " | main (1, 2, 4) |", "|---|---|" + "---|" * (len(CATS) + 1),
     ]
-    for method, curves in c.items():
+    rows = [(m, cv, r["recall_main_categories"][m]) for m, cv in c.items()]
+    if r.get("nightly"):
+        rows.append(("facts, nightly replay", r["nightly"]["recall_curves"], r["nightly"]["recall_main_categories"]))
+    for method, curves, main in rows:
         for k in (1, 5, 10):
             vals = [_f(curves[cat][k - 1]) if curves.get(cat) else "n/a" for cat in CATS]
-            main = r["recall_main_categories"][method]
             lines.append(f"| {method} | {k} | " + " | ".join(vals) + f" | {_f(main[k - 1]) if main else 'n/a'} |")
     ep, fa, bo, bm = (r["recall_main_categories"][x] for x in ("episodes", "facts", "both", "baseline-bm25"))
     f = r["facts"]
@@ -87,17 +90,35 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
         f"{f['mean_sources_per_active_fact']:.1f} turns on average; fact statuses after the run: {f['statuses']}.",
         "",
     ]
+    if n := r.get("nightly"):
+        nm = n["recall_main_categories"]
+        active = n["confidence_active_at_end"]
+        lines += [
+            f"**Nightly replay** (*facts, nightly replay*): the same conversations consolidated as production would, "
+            f"one run the night after each session ({n['runs']} runs), searched as of the day after the last session. "
+            f"Fact statuses at the end: {n['statuses']}: {n['statuses'].get('deprecated', 0)} of "
+            f"{sum(n['statuses'].values())} facts were deprecated by decay between sessions; the {len(active)} still "
+            f"active have effective confidence median {_f(_median(active))}. Recall@10 (main) "
+            f"{_f(nm[9] if nm else None)}: {100 * ((nm[9] if nm else 0) - ep[9]):+.1f} points against episodes, "
+            f"{100 * ((nm[9] if nm else 0) - fa[9]):+.1f} against the single run. With decay rate "
+            f"{res['settings']['decay_rate']}/day a new fact at initial_confidence "
+            f"{res['settings']['initial_confidence']} falls below deprecate_below {res['settings']['deprecate_below']} "
+            f"after {_days_to_floor(res['settings']):.0f} days without reinforcement; decay "
+            "runs between sessions weeks or months apart, so facts a later session does not reinforce fade.",
+            "",
+        ]
     a = r["abstention"]
     if "roc_auc_episodes" in a:
         lines += [
             f"**Adversarial questions as an abstention test** ({a['adversarial']} adversarial vs {a['answerable']} "
-            "others): can a low top-hit cosine flag a question memory cannot answer? ROC-AUC of -top cosine: "
+            "others): can a low top-hit cosine flag a question the memory cannot answer? ROC-AUC of -top cosine: "
             f"episodes {_f(a['roc_auc_episodes'])}, facts {_f(a['roc_auc_facts'])}; BM25 top score (baseline) "
             f"{_f(a['roc_auc_baseline-bm25'])}. Mean top cosine adversarial / answerable: episodes "
-            f"{_f(a['mean_top_episodes_adversarial'])} / {_f(a['mean_top_episodes_answerable'])}. 0.5 = no signal: "
-            "LoCoMo's adversarial questions are about things the conversation does mention (with a wrong speaker "
-            "or detail), so retrieval similarity cannot flag them; abstention needs the grounded-answer check "
-            "(`ask`), not a similarity floor.", "",
+            f"{_f(a['mean_top_episodes_adversarial'])} / {_f(a['mean_top_episodes_answerable'])}. 0.5 = no signal. "
+            "LoCoMo builds its adversarial questions from things the conversation does mention, with the speaker or "
+            "a detail swapped, so the evidence is as similar as for an answerable question: a similarity floor "
+            "cannot flag them, and the search has no low-support flag of its own. Abstention has to come from "
+            "the grounded-answer check (`ask`), which this offline run does not exercise.", "",
         ]
     return lines
 
@@ -143,6 +164,10 @@ def _dedupe(res: dict[str, Any]) -> list[str]:
                 f"at the default: **{_f(x['dev_at_default']['contradictions_merged'])}** "
                 f"({_f(x['dev_at_default']['contradictions_above_cos'])} are above the cosine; the valence check "
                 f"stops the rest); on train {_f(x['train_at_default']['contradictions_merged'])}. Target ~0.")
+            if x.get("merged_contradictions_dev"):
+                lines += ["", "SICK trial contradictions the merge rule would merge at the default (what the "
+                          "valence rules miss):", ""]
+                lines += [f"- cos {c['cos']:.3f}: \"{c['a']}\" / \"{c['b']}\"" for c in x["merged_contradictions_dev"]]
         lines.append("")
     return lines
 
@@ -181,7 +206,7 @@ def _knowledge(res: dict[str, Any]) -> list[str]:
     lines = [
         "## 4. Knowledge update (SituatedQA temporal)", "",
         f"{k['questions']} questions whose answer changed at least once; each dated answer start is an episode "
-        f"\"<question>? <answer>.\" created at its date ({k['episodes']} episodes, one tenant). latest@1: the top "
+        f"\"<question>? <answer>.\" created at its date ({k['episode_count']} episodes, one tenant). latest@1: the top "
         "hit for the question states the latest answer; stale@1: it states an older answer instead; as_of@1: "
         f"with `as_of` = a probe date ({k['as_of_probes']} probes) the top hit states the answer valid then.", "",
         "| system | latest@1 | stale@1 | as_of@1 |", "|---|---|---|---|",
@@ -244,9 +269,7 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
             f"{_f(sk['dev_at_chosen']['contradictions_merged'])}. A merge hides the losers, so the threshold should "
             f"be chosen for precision: precision >= {ms['merge_precision_target']} on train needs "
             f"{ms['precision_threshold_on_train']} (MSRP) / {sk['precision_threshold_on_train']} (SICK). "
-            + ("The default sits in that precision-first range: keep it."
-               if _within(ms["default_threshold"], ms["precision_threshold_on_train"], sk["precision_threshold_on_train"])
-               else "The default is outside the precision-first range the train splits give: see the lead's note."))
+            + _merge_verdict(ms, sk))
         lines.append(
             f"- **support_threshold {ms['support_threshold']}**: the same rule at {ms['support_threshold']} has dev "
             f"precision {_f(ms['dev_at_support']['precision'])} (MSRP) / {_f(sk['dev_at_support']['precision'])} "
@@ -266,16 +289,87 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
             f"contradiction_threshold ~{c['chosen_threshold_on_sick_train']}. On MNLI no setting of the rules beats "
             f"always answering \"contradiction\" (F1 {_f(mn['baseline_always']['f1'])}): lexical valence rules do not "
             "generalise to MNLI's contradictions; an NLI model or the LLM review is needed there.")
+        neg_parity = any(" not " in c["b"] and c["b"].count(" not ") % 2 == 0
+                         for c in (res.get("dedupe") or {}).get("sick", {}).get("merged_contradictions_dev", []))
+        if neg_parity:
+            lines.append(
+                "- **negation parity**: `valence_conflict` counts negations modulo 2, so \"is not X and is not Y\" "
+                "(two negated clauses) reads as no negation and the pair can be merged (example in section 2).")
         ant = sd["rule_only"]["by_reason"].get("antonym")
         if ant and ant["precision"] is not None and ant["precision"] < 0.5:
             lines.append(
                 f"- **antonym rule**: fires on {ant['fired']} SICK trial pairs with precision {_f(ant['precision'])} "
                 "(man/woman, boy/girl, in/out, up/down describe different people or scenes, not a contradiction); "
                 "the negation rule carries the detector.")
+    if (r := res.get("retrieval")) and (n := r.get("nightly")):
+        dep, total = n["statuses"].get("deprecated", 0), sum(n["statuses"].values())
+        lines.append(
+            f"- **decay_rate {res['settings']['decay_rate']} with deprecate_below {res['settings']['deprecate_below']}**: "
+            f"an unreinforced fact is deprecated {_days_to_floor(res['settings']):.0f} days after its last evidence. In "
+            f"the LoCoMo nightly replay that removed {dep} of {total} facts within the conversations' own span, and "
+            f"fact recall@10 fell from {_f(r['recall_main_categories']['facts'][9])} (one run) to "
+            f"{_f(n['recall_main_categories'][9] if n['recall_main_categories'] else None)}. "
+            f"{100 * (n.get('evidence_in_first_half_of_sessions') or 0):.0f}% of the questions' evidence lies in the "
+            "first half of a conversation's sessions: old facts are asked about, and the data does not support "
+            "deprecating them that fast (this report does not sweep the rate: evaluate e.g. "
+            "ENGRAM_DECAY_RATE=0.002 with --only retrieval).")
     lines.append("")
     return lines
 
 
-def _within(value: float, *bounds: float | None) -> bool:
-    known = [b for b in bounds if b is not None]
-    return bool(known) and min(known) - 0.05 <= value <= max(known) + 0.05
+def _days_to_floor(s: dict[str, Any]) -> float:
+    """Days an unreinforced new fact stays above the deprecation floor."""
+    if s["decay_rate"] <= 0 or s["initial_confidence"] <= s["deprecate_below"]:
+        return 0.0 if s["initial_confidence"] <= s["deprecate_below"] else float("inf")
+    return math.log(s["initial_confidence"] / s["deprecate_below"]) / s["decay_rate"]
+
+
+def _median(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _merge_verdict(ms: dict[str, Any], sk: dict[str, Any]) -> str:
+    """Where the default sits between the F1 optima and the precision-first points of the train splits."""
+    default = ms["default_threshold"]
+    f1_hi = max(ms["chosen_threshold_on_train"], sk["chosen_threshold_on_train"])
+    strict = [x for x in (ms["precision_threshold_on_train"], sk["precision_threshold_on_train"]) if x is not None]
+    strict_lo = min(strict) if strict else 1.0
+    if default < f1_hi:
+        return (f"The default is below the F1 optimum of at least one train split ({f1_hi}): merges would be "
+                f"wrong too often; the data supports raising it to about {f1_hi}.")
+    if default > strict_lo:
+        return (f"The default is stricter than needed for precision {ms['merge_precision_target']} "
+                f"({strict_lo}): the data supports lowering it to about {strict_lo}.")
+    return (f"The default sits between the F1 optima ({f1_hi} at most) and the precision-first points "
+            f"({strict_lo} at least): a precision-leaning compromise (MSRP val precision "
+            f"{_f(ms['dev_at_default']['precision'])}). Lowering it buys recall with wrong merges and more merged "
+            f"contradictions; raising it to {strict_lo} keeps MSRP val precision at "
+            f"{_f((ms['dev_at_precision_threshold'] or {}).get('precision'))} but recall falls to "
+            f"{_f((ms['dev_at_precision_threshold'] or {}).get('recall'))}. The data supports keeping the default. "
+            "The merged contradictions are a rule gap, not a threshold problem: see the contradiction section.")
+
+
+def headline(res: dict[str, Any]) -> dict[str, Any]:
+    """The few numbers a reader wants first (printed by `engram eval`)."""
+    out: dict[str, Any] = {}
+    if r := res.get("retrieval"):
+        main = r["recall_main_categories"]
+        out["retrieval_recall_at_10"] = {k: v[9] if v else None for k, v in main.items()}
+        out["consolidation_loss_points_at_10"] = (
+            100 * (main["facts"][9] - main["episodes"][9]) if main["facts"] and main["episodes"] else None)
+    if d := res.get("dedupe"):
+        out["merge_f1_at_default"] = {k: d[k]["dev_at_default"]["f1"] for k in ("msrp", "sick")}
+        out["sick_contradictions_merged"] = d["sick"]["dev_at_default"].get("contradictions_merged")
+    if c := res.get("contradiction"):
+        out["contradiction_f1_at_default"] = {k: c[k]["at_default"]["f1"] for k in ("sick_dev", "mnli")}
+        out["contradiction_threshold_supported"] = c["chosen_threshold_on_sick_train"]
+    if k := res.get("knowledge_update"):
+        out["latest_at_1"] = {s: k[s]["latest_at_1"] for s in ("baseline_bm25", "episodes", "facts")}
+    if e := res.get("extraction"):
+        out["extraction"] = {key: {"precision": x["engram"]["precision"], "recall": x["engram"]["recall"]}
+                             for key, x in e.items()}
+    return out

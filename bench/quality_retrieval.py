@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from bench.locomo import CATEGORIES, evidence_ids, plain_tokens
 from bench.quality_embed import CachedEmbedder
 from bench.quality_store import Store, consolidate_tenant, fact_sources, fact_table, ingest, open_temp_store
 from engram import db, metrics
+from engram.confidence import decayed
 from engram.locomo import locomo_records
 from engram.query.lexical import BM25
 from engram.query.search import search_memory
@@ -57,7 +58,7 @@ def _recalls(covers: list[set[str]], gold: list[str]) -> list[float]:
 
 
 def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: int | None = None,
-        max_conversations: int | None = None) -> tuple[dict[str, Any], Store]:
+        max_conversations: int | None = None, nightly: bool = True) -> tuple[dict[str, Any], Store]:
     """Recall@1..10 per method and category, consolidation counts; returns the store (caller closes it)."""
     records = locomo_records(data)
     users = sorted({r["user_id"] for r in records})
@@ -107,7 +108,65 @@ def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: in
                 if method == "facts":
                     top_sim["facts"].append(max((h.similarity or 0.0 for h in hits), default=0.0))
     timings["search_after_s"] = time.perf_counter() - t0
-    return _summarise(qs, rec, top_sim, runs, facts, sources, by_user, timings), store
+    result = _summarise(qs, rec, top_sim, runs, facts, sources, by_user, timings)
+    if nightly:
+        t0 = time.perf_counter()
+        result["nightly"] = replay(embedder, records, by_user, qs)
+        last = {u: max(int(r["metadata"]["session"]) for r in rs) for u, rs in by_user.items()}
+        early = [int(g[1:].split(":")[0]) <= last[q["user"]] / 2 for q in qs for g in q["gold"]]
+        result["nightly"]["evidence_in_first_half_of_sessions"] = float(np.mean(early)) if early else None
+        timings["nightly_replay_s"] = time.perf_counter() - t0
+    return result, store
+
+
+def replay(embedder: CachedEmbedder, records: list[dict[str, Any]], by_user: dict[str, list[dict[str, Any]]],
+           qs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The nightly flow as it would have run: one run the night after each session, queried after the last.
+
+    Confidence decays between sessions (weeks to months apart), later sessions reinforce, contradict or
+    merge into earlier facts, and facts below deprecate_below leave retrieval: the real lifecycle.
+    """
+    store = open_temp_store("locomo-nightly", embedder)
+    try:
+        ingest(store, records, embedder)
+        end: dict[str, datetime] = {}
+        created: list[float] = []
+        runs = 0
+        for u, rs in by_user.items():
+            nights = sorted({r["created_at"].date() for r in rs})
+            for n, day in enumerate(nights):
+                as_of = datetime.combine(day, datetime.min.time()) + timedelta(days=1)
+                counts = consolidate_tenant(store, u, embedder, as_of, run_id=f"night-{n}")
+                created += counts["confidence_after_extract"]
+                runs += 1
+            end[u] = as_of
+        rate, floor = store.settings.decay_rate, store.settings.deprecate_below
+        final: list[float] = []
+        statuses: dict[str, int] = defaultdict(int)
+        sources = {u: fact_sources(store, u) for u in by_user}
+        for u in by_user:
+            for f in fact_table(store, u):
+                statuses[f["status"]] += 1
+                if f["status"] == "active":
+                    final.append(decayed(f["confidence"], f["confidence_at"], end[u], rate))
+        rec: list[list[float]] = []
+        with db.open_reader(store.settings) as con:
+            for q in qs:
+                hits = search_memory(q["question"], "facts", KMAX, q["user"], as_of=end[q["user"]],
+                                     settings=store.settings, con=con, embedder=embedder)
+                rec.append(_recalls([{_turn(e) for e in sources[q["user"]].get(h.id, ())} for h in hits], q["gold"]))
+        cats = np.array([q["category"] for q in qs])
+        main = np.isin(cats, [1, 2, 4])
+        return {
+            "runs": runs, "statuses": dict(statuses), "confidence_at_creation": created,
+            "confidence_active_at_end": final,
+            "active_below_deprecate_floor_at_end": int(sum(c <= floor for c in final)),
+            "recall_main_categories": np.mean(np.array(rec)[main], axis=0).tolist() if main.any() else None,
+            "recall_curves": {CATEGORIES[c]: np.mean(np.array(rec)[cats == c], axis=0).tolist() if (cats == c).any()
+                              else None for c in CATEGORIES},
+        }
+    finally:
+        store.close()
 
 
 def _summarise(qs: list[dict[str, Any]], rec: dict[str, list[list[float]]], top_sim: dict[str, list[float]],
@@ -128,7 +187,7 @@ def _summarise(qs: list[dict[str, Any]], rec: dict[str, list[list[float]]], top_
     if adv.any() and (~adv).any():
         for m, sims in top_sim.items():
             # low top similarity should flag the unanswerable question: score = -similarity
-            abstention[f"roc_auc_{m}"] = metrics.roc_auc(-np.array(sims), adv)
+            abstention[f"roc_auc_{m}"] = metrics.roc_auc_or_nan(-np.array(sims), adv)
             abstention[f"mean_top_{m}_adversarial"] = float(np.mean(np.array(sims)[adv]))
             abstention[f"mean_top_{m}_answerable"] = float(np.mean(np.array(sims)[~adv]))
     status_counts: dict[str, int] = defaultdict(int)

@@ -17,6 +17,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli_query",
     "engram.cli_shard",
     "engram.cli_mcp",
+    "engram.cli_eval",
 ]
 
 

@@ -179,3 +179,11 @@ def threshold_for_precision(sweep: list[dict[str, float]], target: float) -> dic
     """The lowest-threshold sweep row whose precision reaches `target` (None when no row does)."""
     rows = [r for r in sweep if r["precision"] >= target and r["recall"] > 0]
     return min(rows, key=lambda r: r["threshold"]) if rows else None
+
+
+def roc_auc_or_nan(scores: Sequence[float] | np.ndarray, labels: Iterable[bool] | np.ndarray) -> float:
+    """roc_auc, or NaN when the labels hold a single class (small or unseen splits)."""
+    y = _bool_array(labels, "labels")
+    if y.all() or not y.any():
+        return float("nan")
+    return roc_auc(scores, y)

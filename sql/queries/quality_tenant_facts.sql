@@ -1,10 +1,11 @@
--- Returns every fact of the tenant (any status) with its stored confidence, for the quality
--- evaluation (bench/quality_*.py). Params: $user_id.
+-- Returns every fact of the tenant (any status) with its stored confidence and the time it is exact
+-- at, for the quality evaluation (bench/quality_*.py). Params: $user_id.
 select
     f.id,
     f.text,
     f.status,
     f.confidence,
+    f.confidence_at,
     f.evidence_count,
     f.merged_into_id
 from facts as f

@@ -116,3 +116,8 @@ def test_greedy_match_is_one_to_one() -> None:
 def test_mean_of_nothing_is_nan() -> None:
     assert math.isnan(metrics.mean([]))
     assert metrics.mean([1, 2]) == 1.5
+
+
+def test_roc_auc_or_nan_on_one_class() -> None:
+    assert math.isnan(metrics.roc_auc_or_nan([0.1, 0.2], [True, True]))
+    assert metrics.roc_auc_or_nan([0.1, 0.2], [False, True]) == 1.0

@@ -1,0 +1,106 @@
+"""`engram eval` end to end on tiny hand-written datasets (hash embedder): report, JSON and numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from engram.cli import app
+
+
+def _write_data(root: Path) -> None:
+    (root / "locomo").mkdir()
+    turns1 = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso last week."},
+        {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely! I went hiking in the Alps with my brother."},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "Miso the cat sleeps on my keyboard all day."},
+        {"speaker": "Bob", "dia_id": "D1:4", "text": "The Alps hike took three days and it snowed."},
+    ]
+    turns2 = [
+        {"speaker": "Ann", "dia_id": "D2:1", "text": "I started a pottery class on Tuesdays."},
+        {"speaker": "Bob", "dia_id": "D2:2", "text": "My brother and I plan another hike in Norway."},
+        {"speaker": "Ann", "dia_id": "D2:3", "text": "The pottery class teacher is very patient."},
+    ]
+    locomo = [{
+        "sample_id": "conv-t",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bob",
+                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns1,
+                         "session_2_date_time": "2:00 pm on 20 May, 2023", "session_2": turns2},
+        "qa": [
+            {"question": "What is the name of Ann's cat?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+            {"question": "When did Ann start pottery?", "answer": "May 2023", "evidence": ["D2:1"], "category": 2},
+            {"question": "Where did Bob hike and where next?", "answer": "Alps, Norway",
+             "evidence": ["D1:2; D2:2"], "category": 1},
+            {"question": "What is the name of Bob's cat?", "evidence": ["D1:1"], "category": 5},
+            {"question": "Ghost question?", "evidence": ["D9:9"], "category": 4},
+        ],
+        "observation": {"session_1_observation": {"Ann": [["Ann has a cat named Miso.", "D1:1"]],
+                                                  "Bob": [["Bob hiked in the Alps.", "D1:2"]]}},
+    }]
+    (root / "locomo" / "locomo_dev.json").write_text(json.dumps(locomo))
+    (root / "msrp").mkdir()
+    msrp = ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            "1\t1\t2\tThe cat sat on the mat.\tThe cat sat on the mat.\n"
+            "0\t3\t4\tStocks fell sharply.\tIt rained in Paris.\n"
+            "1\t5\t6\tHe bought a red car.\tHe purchased a red car.\n"
+            "0\t7\t8\tShe reads books.\tThe market opened late.\n")
+    for name in ("msr-para-train.tsv", "msr-para-val.tsv"):
+        (root / "msrp" / name).write_text(msrp)
+    (root / "sick2014").mkdir()
+    sick = ("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+            "1\tA man is playing a guitar\tA man is playing a guitar\t5.0\tENTAILMENT\n"
+            "2\tA dog is running\tThere is no dog running\t3.5\tCONTRADICTION\n"
+            "3\tA woman is cooking\tA child is swimming\t1.2\tNEUTRAL\n"
+            "4\tA boy is jumping\tA boy is leaping\t4.6\tENTAILMENT\n")
+    for name in ("SICK_train.txt", "SICK_trial.txt"):
+        (root / "sick2014" / name).write_text(sick)
+    (root / "nli").mkdir()
+    (root / "nli" / "mnli_dev_matched_binary_42.csv").write_text(
+        "sentence1,sentence2,label\nThe door is open.,The door is not open.,1\nHe runs daily.,He jogs every day.,0\n")
+    (root / "situatedqa").mkdir()
+    rows = [
+        {"question": "who is the coach of the lions", "id": 7, "date": "2015", "date_type": "start", "answer": ["Jim"]},
+        {"question": "who is the coach of the lions", "id": 7, "date": "2019", "date_type": "start", "answer": ["Matt"]},
+        {"question": "who is the coach of the lions", "id": 7, "date": "2017", "date_type": "sampled_year",
+         "answer": ["Jim"]},
+    ]
+    (root / "situatedqa" / "qa_data_temp.dev.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (root / "spc").mkdir()
+    conv = "User 1: I love to bake cookies.\nUser 2: I have two dogs.\nUser 1: Baking cookies is my passion."
+    (root / "spc" / "Synthetic-Persona-Chat_valid.csv").write_text(
+        "user 1 personas,user 2 personas,Best Generated Conversation\n"
+        f'"I love to bake cookies.","I have two dogs.","{conv}"\n')
+
+
+def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    _write_data(data)
+    result = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--embedder", "hash", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    report = (out / "QUALITY.md").read_text()
+    stored = json.loads((out / "quality.json").read_text())
+    for section in ("## 1. Retrieval", "## 2. Dedupe", "## 3. Contradiction", "## 4. Knowledge update",
+                    "## 5. Extraction", "## Thresholds"):
+        assert section in report
+    # the ghost question (evidence to no turn) is skipped; 4 questions asked
+    assert stored["retrieval"]["questions"] == 4
+    # identical MSRP/SICK pairs are merged at the default, unrelated ones are not: dev precision 1.0
+    assert stored["dedupe"]["msrp"]["dev_at_default"]["precision"] == 1.0
+    assert stored["dedupe"]["msrp"]["baseline_exact_hash"]["dev"]["tp"] == 1
+    # "There is no dog running" vs "A dog is running": the negation rule fires on the SICK contradiction
+    assert stored["contradiction"]["sick_dev"]["rule_only"]["tp"] == 1
+    assert stored["knowledge_update"]["questions"] == 1
+    assert stored["extraction"]["spc"]["gold"] == 2
+    assert summary["report"] == str(out / "QUALITY.md")
+    assert not list(out.glob("*.duckdb"))  # stores live in temp dirs, never next to the report
+
+
+def test_eval_missing_data_names_the_file(settings, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),
+                                      "--embedder", "hash", "--only", "dedupe"])
+    assert result.exit_code == 2
+    assert "msr-para-train.tsv" in result.output
