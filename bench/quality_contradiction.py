@@ -16,7 +16,7 @@ import numpy as np
 from bench.quality_data import Pair, load_nli_binary, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
 from engram import metrics
-from engram.claims import valence_conflict
+from engram.claims import ANTONYMS, valence_conflict, words
 
 THRESHOLDS = np.round(np.concatenate([[-1.0], np.arange(0.30, 0.991, 0.01)]), 2)
 
@@ -26,6 +26,17 @@ def features(embedder: CachedEmbedder, pairs: list[Pair], sick: bool) -> dict[st
     reasons = np.array([valence_conflict(p.a, p.b) or "" for p in pairs])
     gold = np.array([p.judgment == "CONTRADICTION" for p in pairs]) if sick else np.array([p.label for p in pairs])
     return {"cos": pair_cosines(embedder, [p.a for p in pairs], [p.b for p in pairs]), "reason": reasons, "gold": gold}
+
+
+def antonym_pairs(pairs: list[Pair]) -> Counter:
+    """Which ANTONYMS word pairs fire (one word only in a, the other only in b), with the gold judgment."""
+    out: Counter = Counter()
+    for p in pairs:
+        sa, sb = set(words(p.a)), set(words(p.b))
+        for x, y in ANTONYMS:
+            if (x in sa - sb and y in sb - sa) or (y in sa - sb and x in sb - sa):
+                out[f"{x}/{y} ({p.judgment or ('contradiction' if p.label else 'other')})"] += 1
+    return out
 
 
 def _at(f: dict[str, np.ndarray], t: float) -> dict[str, Any]:
@@ -59,11 +70,14 @@ def run(embedder: CachedEmbedder, sick_train: Path, sick_dev: Path, nli: Path, c
     sweep_train = metrics.threshold_sweep(ft["cos"], ft["gold"], THRESHOLDS, ft["reason"] != "")
     chosen = metrics.best_threshold(sweep_train)["threshold"]
     nli_pairs = load_nli_binary(nli)
+    sick_dev_pairs = load_sick(sick_dev)
+    fired = [p for p in sick_dev_pairs if valence_conflict(p.a, p.b) == "antonym"]
     return {
+        "sick_dev_antonym_pairs": dict(antonym_pairs(fired).most_common(8)),
         "default_threshold": contradiction_threshold, "support_threshold": support_threshold,
         "chosen_threshold_on_sick_train": chosen,
         "sick_train": {"pairs": len(train), "sweep": sweep_train, "at_default": _at(ft, contradiction_threshold)},
-        "sick_dev": _evaluate(features(embedder, load_sick(sick_dev), sick=True), contradiction_threshold,
+        "sick_dev": _evaluate(features(embedder, sick_dev_pairs, sick=True), contradiction_threshold,
                               support_threshold, chosen),
         "mnli": _evaluate(features(embedder, nli_pairs[:nli_limit] if nli_limit else nli_pairs, sick=False),
                           contradiction_threshold, support_threshold, chosen),

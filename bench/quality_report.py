@@ -299,7 +299,8 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
         if ant and ant["precision"] is not None and ant["precision"] < 0.5:
             lines.append(
                 f"- **antonym rule**: fires on {ant['fired']} SICK trial pairs with precision {_f(ant['precision'])} "
-                "(man/woman, boy/girl, in/out, up/down describe different people or scenes, not a contradiction); "
+                f"(word pairs that fired, with SICK's judgment: {c.get('sick_dev_antonym_pairs', {})}): pairs such as "
+                "man/woman or sitting/standing mostly describe different people or scenes, not a contradiction; "
                 "the negation rule carries the detector.")
     if (r := res.get("retrieval")) and (n := r.get("nightly")):
         dep, total = n["statuses"].get("deprecated", 0), sum(n["statuses"].values())
