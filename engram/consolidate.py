@@ -317,11 +317,15 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
         # was examined when its newer fact was created, so searching them finds nothing new.
         pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
-        contra_changes, reviews = _contradictions(ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)))
+        valid_from = dict(zip(fact_ids, facts["valid_from"].to_list(), strict=True)) if facts.height else {}
+        contra_changes, reviews = _contradictions(
+            ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)), valid_from)
         counts.update(reinforced=len(support_changes),
                       supports=sum(r["relation"] == "supports" for r in support_rows),
                       against=sum(r["relation"] == "contradicts" for r in support_rows),
-                      similar_pairs=pairs.height, contradictions=len(reviews), penalised=len(contra_changes))
+                      similar_pairs=pairs.height, contradictions=len(reviews),
+                      penalised=sum(c.action == "contradicted" for c in contra_changes),
+                      superseded=sum(c.action == "superseded" for c in contra_changes))
 
         def write(con: db.Connection) -> None:
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
@@ -372,15 +376,22 @@ def store_pairs(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> N
 
 
 def _contradictions(
-    ctx: StageContext, pairs: pl.DataFrame, conf: dict[str, float]
+    ctx: StageContext, pairs: pl.DataFrame, conf: dict[str, float], valid_from: dict[str, datetime],
 ) -> tuple[list[fact_ops.FactChange], list[dict[str, Any]]]:
-    """Halve both sides of each new contradiction (once per fact per run) and queue it for review."""
+    """Knowledge updates supersede; other new contradictions halve both sides and are queued for review.
+
+    A different value stated at a later time is an update ("I live in Lisbon", months later "I live in
+    Porto"): the older fact is superseded, valid until the newer one's valid_from, and still answers
+    as_of queries. A negation or antonym, or two values asserted at the same time, is a contradiction
+    the rules cannot settle: both sides are halved (once per fact per run) and the pair is queued.
+    """
     conflict = pairs.filter(pl.col("conflict").is_not_null()
                             & (pl.col("similarity") > ctx.settings.contradiction_threshold))
     if conflict.height == 0:
         return [], []
     with db.open_store(ctx.settings) as con:
         seen = _existing_pairs(con, ctx.user_id, "contradiction")
+    superseded: dict[str, tuple[datetime, str, float]] = {}  # older id -> (valid_to, newer id, cos)
     penalised: dict[str, str] = {}
     reviews = []
     for a, b, c, why in conflict.iter_rows():
@@ -388,13 +399,23 @@ def _contradictions(
         if pair in seen:
             continue
         seen.add(pair)
+        if why == "different value" and valid_from[a] != valid_from[b]:
+            older, newer = (a, b) if valid_from[a] < valid_from[b] else (b, a)
+            if older not in superseded or valid_from[newer] < superseded[older][0]:
+                superseded[older] = (valid_from[newer], newer, c)
+            continue
         penalised.setdefault(a, b)
         penalised.setdefault(b, a)
         reviews.append(_review(ctx, "contradiction", sorted(pair), f"{why}; cos {c:.3f}"))
     changes = [
+        fact_ops.FactChange(fid, "superseded", f"update: a later fact states a different value (cos {c:.3f})",
+                            status="superseded", valid_to=until, related_fact_id=newer)
+        for fid, (until, newer, c) in sorted(superseded.items())
+    ]
+    changes += [
         fact_ops.FactChange(fid, "contradicted", "contradiction penalty: confidence halved",
                             confidence=conf[fid] / 2, related_fact_id=other)
-        for fid, other in sorted(penalised.items())
+        for fid, other in sorted(penalised.items()) if fid not in superseded
     ]
     return changes, reviews
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engram import db
+from engram.claims import valence_conflict
 from engram.errors import InvalidInput
 from engram.query import candidates
 from engram.query.common import (
@@ -32,7 +33,7 @@ RRF_K = 10
 RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
 CONTEXT_WEIGHT = 0.25
-DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best is kept
+DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per table
 
@@ -213,7 +214,7 @@ def _rank(
         score = np.where(has_vec, relevance, 0.0)
     order = np.argsort(-score, kind="stable")
     hits: list[Hit] = []
-    kept_vecs: list[np.ndarray] = []
+    kept_vecs: list[tuple[int, np.ndarray]] = []  # (index in hits, vector)
     kept_hashes: set[str] = set()
     for j in order:
         if score[j] <= 0 or len(hits) >= limit:
@@ -225,14 +226,33 @@ def _rank(
         row["content_hash"] = chash
         if chash in kept_hashes:
             continue
-        if vec is not None and any(float(vec @ other) >= DIVERSITY_COSINE for other in kept_vecs):
+        hit = _hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
+                   float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j]))
+        near = next((k for k, other in kept_vecs if vec is not None and float(vec @ other) >= DIVERSITY_COSINE), None)
+        if near is not None:
+            if _is_update(hits[near], hit, kept, ids[j]):
+                # the later statement of the same thing with another value is the current one: it takes the slot
+                hit.score = hits[near].score
+                hits[near] = hit
+                kept_hashes.add(chash)
             continue
         kept_hashes.add(chash)
         if vec is not None:
-            kept_vecs.append(vec)
-        hits.append(_hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
-                         float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j])))
+            kept_vecs.append((len(hits), vec))
+        hits.append(hit)
     return hits
+
+
+def _stated_at(row: dict[str, Any]) -> datetime | None:
+    return row.get("valid_from") or row.get("created_at")
+
+
+def _is_update(shown: Hit, candidate: Hit, rows: dict[str, dict[str, Any]], candidate_id: str) -> bool:
+    """Whether `candidate` restates `shown` with a different value, later (a knowledge update)."""
+    later, earlier = _stated_at(rows[candidate_id]), _stated_at(rows[shown.id])
+    if later is None or earlier is None or later <= earlier:
+        return False
+    return valence_conflict(shown.text, candidate.text) == "different value"
 
 
 def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,

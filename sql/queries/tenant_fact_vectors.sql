@@ -7,6 +7,7 @@ select
     f.confidence_at,
     f.category,
     f.created_at,
+    coalesce(f.valid_from, f.asserted_at, f.created_at) as valid_from,
     f.evidence_count
 from facts as f
 where f.user_id = $user_id

@@ -19,7 +19,16 @@ from engram.merge import FactInfo, components, plan_merges, similar_pairs
     ("I love hiking", "I hate hiking", "antonym"),
     ("The standup is at 9:30 every day", "The standup is at 10:30 every day", "different value"),
     ("I love hiking", "I love hiking a lot", None),
-    ("I don't like it and I don't want it", "I like it and I want it", None),  # two negations cancel
+    # negations are counted: two negated clauses against none is still a conflict
+    ("The woman is not leaning on the wall and is not playing", "The woman is leaning on the wall and is playing",
+     "negation"),
+    ("I don't like it and I don't want it", "I do not like it and I do not want it", None),
+    ("I live in Lisbon now", "I live in Porto now", "different value"),  # a name swapped in one slot
+    ("who won the derby? Secretariat.", "who won the derby? Monarchos.", "different value"),
+    ("Caroline: I went to the support group", "Melanie: I went to the support group", None),  # speakers
+    ("Alice moved to Lisbon with her sister Ana in May", "Alice moved to Porto in May after a long search",
+     None),  # more than a slot differs
+    ("The man is sitting on the bench", "The woman is sitting on the bench", None),  # dropped antonym pair
     ("Mia is 7 years old", "The bus leaves at 8 from the station near the old mill", None),  # little overlap
 ])
 def test_valence_conflict(a: str, b: str, why: str | None) -> None:
