@@ -76,7 +76,12 @@ def self_containedness(text: str) -> float:
 
 def best_sentence(text: str, max_chars: int = 400) -> str:
     """The most self-contained sentence of a turn (a turn often opens with filler)."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    sentences: list[str] = []
+    for s in (s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip())):
+        if s and sentences and sentences[-1].endswith("?") and len(words(s)) < 4:
+            sentences[-1] = f"{sentences[-1]} {s}"  # a question and its short answer state one thing together
+        elif s:
+            sentences.append(s)
     if not sentences:
         return text.strip()[:max_chars]
     best = max(sentences, key=lambda s: (self_containedness(s), len(s)))

@@ -217,7 +217,7 @@ def _rank(
     kept_vecs: list[tuple[int, np.ndarray]] = []  # (index in hits, vector)
     kept_hashes: set[str] = set()
     for j in order:
-        if score[j] <= 0 or len(hits) >= limit:
+        if score[j] <= 0:
             break
         row = kept[ids[j]]
         vr = index.vec_row[pos[j]]
@@ -226,9 +226,11 @@ def _rank(
         row["content_hash"] = chash
         if chash in kept_hashes:
             continue
+        near = next((k for k, other in kept_vecs if vec is not None and float(vec @ other) >= DIVERSITY_COSINE), None)
+        if near is None and len(hits) >= limit:
+            continue  # every slot is taken: a later candidate can only take one as an update
         hit = _hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
                    float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j]))
-        near = next((k for k, other in kept_vecs if vec is not None and float(vec @ other) >= DIVERSITY_COSINE), None)
         if near is not None:
             if _is_update(hits[near], hit, kept, ids[j]):
                 # the later statement of the same thing with another value is the current one: it takes the slot

@@ -89,5 +89,7 @@ def test_search_shows_the_latest_restatement_of_a_value_in_place_of_the_older(se
         now = search_memory(f"{OLD}?", "episodes", 5, USER, as_of=AS_OF, settings=settings, con=con)
         then = search_memory(f"{OLD}?", "episodes", 5, USER, as_of=MOVED - timedelta(days=1),
                              settings=settings, con=con)
+        top = search_memory(f"{OLD}?", "episodes", 1, USER, as_of=AS_OF, settings=settings, con=con)
     assert now[0].id == "e-new" and "e-old" not in [h.id for h in now]  # the older value gave up its slot
+    assert [h.id for h in top] == ["e-new"]  # also when the older one filled the only slot first
     assert then[0].id == "e-old"
