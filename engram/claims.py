@@ -36,6 +36,7 @@ GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope t
 ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
 QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
 PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
+FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|we|we're|we've|our|us)\b")
 FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yes|no|sure)\b[!,. ]*", re.I)
 
 
@@ -72,6 +73,11 @@ def self_containedness(text: str) -> float:
     elif n > 60:
         score -= 0.2
     return max(score, 0.0)
+
+
+def states_own_fact(sentence: str) -> bool:
+    """Whether a sentence alone is worth a fact: fully self-contained and about the speaker ("I adopted a dog")."""
+    return self_containedness(sentence) >= 1.0 and bool(FIRST_PERSON.search(sentence.lower().replace("\u2019", "'")))
 
 
 def best_sentence(text: str, max_chars: int = 400) -> str:

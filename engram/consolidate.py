@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 
 from engram import db, fact_ops
-from engram.claims import best_sentence, claim_type, self_containedness, valence_conflict
+from engram.claims import best_sentence, claim_type, self_containedness, states_own_fact, valence_conflict
 from engram.cluster import centrality, cluster_embeddings
 from engram.crash import crash_point
 from engram.confidence import decayed_array, initial_confidence, reinforced
@@ -167,9 +167,11 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
         vecs = vectors_of(eps["embedding"], embedder.dim)
         labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
         clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
-        facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts)
+        singles = _singletons(eps, labels) if s.singleton_facts else []
+        facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts, singles)
         usage = counts.pop("_llm_usage", None)
-        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), facts_created=len(facts))
+        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), singletons=len(singles),
+                      facts_created=len(facts))
         watermark = eps["created_at"].max()
 
         def write(con: db.Connection) -> None:
@@ -191,17 +193,30 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
     return run_stage(ctx, "extract", body)
 
 
+def _singletons(eps: pl.DataFrame, labels: np.ndarray) -> list[np.ndarray]:
+    """Noise episodes whose best sentence states a fact about the speaker on its own, one group each.
+
+    HDBSCAN leaves a fact said once ("I adopted a dog named Max") as noise; without this it would
+    only ever be reachable as an episode. Later mentions support it; near-duplicates merge into it.
+    """
+    contents = eps["content"].to_list()
+    return [np.array([i]) for i in np.flatnonzero(labels == -1).tolist() if states_own_fact(best_sentence(contents[i]))]
+
+
 def _facts_from_clusters(
     ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray],
-    embedder: Embedder, llm: Any, counts: dict[str, Any],
+    embedder: Embedder, llm: Any, counts: dict[str, Any], singles: list[np.ndarray] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Candidate facts and their extracted_from sources: LLM when configured, else extractive."""
+    """Candidate facts and their extracted_from sources: LLM when configured, else extractive;
+    `singles` (one-episode groups) are always extractive."""
     drafts: list[tuple[str, np.ndarray, str, str | None, str | None]] = []  # (text, member idx, reason, type, category)
     extractive = clusters
     if llm is not None and clusters:
         drafts, extractive = _llm_drafts(ctx, eps, clusters, llm, counts)
     for idx, text in _extractive_groups(eps, vecs, extractive):
         drafts.append((text, idx, f"extractive: cluster of {len(idx)} episodes", None, None))
+    for idx, text in _extractive_groups(eps, vecs, singles or []):
+        drafts.append((text, idx, "extractive: a fact stated once", None, None))
     if not drafts:
         return [], []
     # the fact text (best sentence, speaker prefix, LLM wording) differs from the turns: embed it as stored
