@@ -1,6 +1,6 @@
 """Quality evaluation on real data: retrieval, dedupe, contradiction, knowledge update, extraction.
 
-    python -m bench.quality [--data ../shared/data] [--out bench/] [--quick]
+    python -m bench.quality [--data ../shared/data] [--out bench/] [--quick] [--decay-rates 0 0.001 0.002]
 
 Writes <out>/QUALITY.md, <out>/quality.json and <out>/quality_*.png (plots need the `bench`
 extra: matplotlib). Offline, no LLM. Every dataset path can be overridden, so unseen splits of
@@ -16,7 +16,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,13 @@ DEFAULT_FILES = {
     "spc": "spc/Synthetic-Persona-Chat_valid.csv",
 }
 EVALUATIONS = ("retrieval", "dedupe", "contradiction", "knowledge_update", "extraction")
+# decay rates (per day) the LoCoMo nightly replay is repeated at; the configured rate is always added
+DECAY_RATES = (0.0, 0.002, 0.005, 0.01)  # each replay costs about a minute
 
 
 @dataclass
 class Sizes:
-    """How much of each dataset a run uses (None = all)."""
+    """How much of each dataset a run uses (None = all), and the decay rates the nightly replay sweeps."""
 
     locomo_questions: int | None = None
     locomo_conversations: int | None = None
@@ -45,12 +47,13 @@ class Sizes:
     nli_pairs: int | None = None
     situatedqa_questions: int | None = None
     spc_conversations: int = 150
+    decay_rates: tuple[float, ...] = DECAY_RATES
     notes: list[str] = field(default_factory=list)
 
 
 FULL = Sizes()
 QUICK = Sizes(locomo_questions=120, locomo_conversations=1, pair_train=600, nli_pairs=400,
-              situatedqa_questions=60, spc_conversations=15)
+              situatedqa_questions=60, spc_conversations=15, decay_rates=())  # the configured rate only
 
 
 def resolve_paths(data: Path, overrides: dict[str, Path | None]) -> dict[str, Path]:
@@ -102,7 +105,8 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
 
     if "retrieval" in only or "extraction" in only:
         retrieval, store = timed("retrieval", lambda: quality_retrieval.run(
-            emb, paths["locomo"], as_of, sizes.locomo_questions, sizes.locomo_conversations))
+            emb, paths["locomo"], as_of, sizes.locomo_questions, sizes.locomo_conversations,
+            decay_rates=sizes.decay_rates))
         try:
             if "retrieval" in only:
                 out["retrieval"] = retrieval
@@ -178,13 +182,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--no-cache", action="store_true", help="Do not cache embeddings in the temp dir.")
     parser.add_argument("--only", nargs="+", choices=EVALUATIONS, default=list(EVALUATIONS))
+    parser.add_argument("--decay-rates", nargs="+", type=float, default=None, metavar="RATE",
+                        help=f"Decay rates for the nightly replay sweep (default {' '.join(map(str, DECAY_RATES))}; "
+                             "--quick: the configured rate only). The configured rate is always included.")
     for key in DEFAULT_FILES:
         parser.add_argument(f"--{key.replace('_', '-')}", type=Path, default=None,
                             help=f"Override <data>/{DEFAULT_FILES[key]}.")
     args = parser.parse_args(argv)
+    if args.decay_rates is not None and not all(0.0 <= r <= 1.0 for r in args.decay_rates):
+        parser.error(f"--decay-rates: each rate must be within [0, 1], got {args.decay_rates}")
     started = time.perf_counter()
     paths = resolve_paths(args.data, {k: getattr(args, k) for k in DEFAULT_FILES})
-    result = run(paths, QUICK if args.quick else FULL, args.embedder, not args.no_cache, tuple(args.only))
+    sizes = QUICK if args.quick else FULL
+    if args.decay_rates is not None:
+        sizes = replace(sizes, decay_rates=tuple(args.decay_rates))
+    result = run(paths, sizes, args.embedder, not args.no_cache, tuple(args.only))
     result["command"] = " ".join(["python -m bench.quality", *(argv if argv is not None else sys.argv[1:])])
     files = write(result, args.out, args.quick, started)
     print(f"[quality] wrote {files['report']} and {files['json']} in {result['wall_s']} s")

@@ -24,6 +24,32 @@ def _sweep_lines(ax: Any, sweep: list[dict[str, float]], label: str, style: str 
     ax.plot(t, [r["f1"] for r in sweep], style, color="tab:green", label=f"F1 {label}")
 
 
+def _decay_sweep_plot(plt: Any, sweep: list[dict[str, Any]], choice: dict[str, Any]) -> Any:
+    """Replay recall@k (main categories) and the share of facts deprecated against the decay rate."""
+    fig, ax = plt.subplots(figsize=(9.5, 3.8))
+    rates = [r["decay_rate"] for r in sweep]
+    for k, color in ((10, "tab:blue"), (5, "tab:orange"), (1, "tab:green")):
+        ax.plot(rates, [r[f"recall_main_at_{k}"] for r in sweep], "o-", color=color, label=f"recall@{k} (main)")
+    if choice.get("best_recall_at_10") is not None:
+        ax.axhline(choice["best_recall_at_10"] - choice["tolerance"], color="tab:blue", ls=":", lw=0.8,
+                   label="best recall@10 - tolerance")
+        ax.axvline(choice["preferred_rate"], color="red", ls=":", label="preferred rate")
+    ax.axvline(choice["default_rate"], color="black", ls="--", lw=0.8, label="configured decay_rate")
+    ax.set_xlabel("decay_rate (per day)")
+    ax.set_ylabel("evidence recall@k")
+    ax.set_title("LoCoMo nightly replay: decay rate sweep")
+    ax.grid(alpha=0.3)
+    share = ax.twinx()
+    share.plot(rates, [r["deprecated"] / r["facts"] if r["facts"] else 0.0 for r in sweep], "s--", color="gray",
+               label="share of facts deprecated")
+    share.set_ylabel("share deprecated")
+    share.set_ylim(0, 1)
+    handles = ax.get_legend_handles_labels()
+    extra = share.get_legend_handles_labels()
+    ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1.0))
+    return fig
+
+
 def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
     """Write one PNG per evaluation into `out`; returns {evaluation: file name} (empty without matplotlib)."""
     plt = _pyplot()
@@ -73,6 +99,10 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
             a.set_ylabel("facts")
             a.legend(fontsize=8)
         save(fig, "quality_confidence.png", "confidence")
+        sweep = result["retrieval"].get("nightly_decay_sweep") or []
+        if len(sweep) > 1:
+            fig = _decay_sweep_plot(plt, sweep, result["retrieval"]["nightly_decay_choice"])
+            save(fig, "quality_decay_sweep.png", "decay_sweep")
     if "dedupe" in result:
         d = result["dedupe"]
         fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))

@@ -107,6 +107,7 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
             "runs between sessions weeks or months apart, so facts a later session does not reinforce fade.",
             "",
         ]
+    lines += _decay_sweep(res)
     a = r["abstention"]
     if "roc_auc_episodes" in a:
         lines += [
@@ -121,6 +122,95 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
             "the grounded-answer check (`ask`), which this offline run does not exercise.", "",
         ]
     return lines
+
+
+def _decay_sweep(res: dict[str, Any]) -> list[str]:
+    """The nightly replay repeated per decay rate: recall, deprecations, confidence left at the end."""
+    r = res["retrieval"]
+    sweep, choice = r.get("nightly_decay_sweep"), r.get("nightly_decay_choice") or {}
+    if not sweep:
+        return []
+    s = res["settings"]
+    plot = (res.get("plots") or {}).get("decay_sweep")
+    lines = [
+        "### Decay rate sweep (nightly replay)", "",
+        f"The nightly replay repeated with each decay_rate (per day; deprecate_below {s['deprecate_below']}, every "
+        "other setting as above). Recall is over the main categories (1, 2, 4); *days to floor* is how long a new "
+        f"unreinforced fact (initial_confidence {s['initial_confidence']}) stays above deprecate_below; the "
+        "confidence column is the median effective confidence of the facts still active at the end"
+        + (f"; curve in `{plot}`." if plot else "."), "",
+        "| decay_rate | days to floor | recall@1 | recall@5 | recall@10 | facts | deprecated | active | "
+        "median confidence (active) | replay s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in sweep:
+        rate = row["decay_rate"]
+        tags = [t for t, hit in (("configured", rate == choice.get("default_rate")),
+                                 ("best", rate == choice.get("best_rate")),
+                                 ("preferred", rate == choice.get("preferred_rate"))) if hit]
+        days = _days_to_floor({**s, "decay_rate": rate})
+        label = f"{rate} ({', '.join(tags)})" if tags else str(rate)
+        lines.append(
+            f"| {label} | {'never' if math.isinf(days) else f'{days:.0f}'} | "
+            f"{_f(row['recall_main_at_1'])} | {_f(row['recall_main_at_5'])} | {_f(row['recall_main_at_10'])} | "
+            f"{row['facts']} | {row['deprecated']} | {row['active']} | "
+            f"{_f(row['median_effective_confidence_active'])} | {row['replay_s']:.0f} |")
+    lines += ["", f"*preferred* = the largest rate whose recall@10 is within {100 * choice.get('tolerance', 0):.1f} "
+              "points of the best (a memory should still forget facts that are never reinforced).", ""]
+    return lines
+
+
+def _decay_verdict(res: dict[str, Any]) -> str | None:
+    """The decay_rate bullet of the verdicts, read from the sweep (or the single replay when there is no sweep)."""
+    r = res.get("retrieval") or {}
+    n, sweep, choice = r.get("nightly"), r.get("nightly_decay_sweep") or [], r.get("nightly_decay_choice") or {}
+    if not n:
+        return None
+    s = res["settings"]
+    dep, total = n["statuses"].get("deprecated", 0), sum(n["statuses"].values())
+    nm = n["recall_main_categories"]
+    head = (f"- **decay_rate {s['decay_rate']} with deprecate_below {s['deprecate_below']}**: an unreinforced fact "
+            f"stays above the floor for {_fmt_days(_days_to_floor(s))} after its last evidence. In the LoCoMo nightly "
+            f"replay that removed {dep} of {total} facts within the conversations' own span, and fact recall@10 "
+            "(main) was "
+            f"{_f(nm[9] if nm else None)} against {_f(r['recall_main_categories']['facts'][9])} for one run over all "
+            f"sessions. {100 * (n.get('evidence_in_first_half_of_sessions') or 0):.0f}% of the questions' evidence "
+            "lies in the first half of a conversation's sessions: old facts are asked about. ")
+    if len(sweep) < 2 or choice.get("best_rate") is None:
+        return head + ("This run replayed only the configured rate, so it cannot say which rate is better: run "
+                       "without --quick (or with --decay-rates) for the sweep.")
+    by_rate = {row["decay_rate"]: row for row in sweep}
+    best, pref, default = choice["best_rate"], choice["preferred_rate"], choice["default_rate"]
+    tol = 100 * choice["tolerance"]
+    text = (f"Swept over {', '.join(str(x) for x in by_rate)}/day, replay recall@10 (main) is highest at "
+            f"**{best}** ({_f(choice['best_recall_at_10'])}, {by_rate[best]['deprecated']} facts deprecated); the "
+            f"largest rate within {tol:.1f} points of it is **{pref}** ({_f(choice['preferred_recall_at_10'])}, "
+            f"{by_rate[pref]['deprecated']} deprecated, a new fact lasts "
+            f"{_fmt_days(_days_to_floor({**s, 'decay_rate': pref}))} unreinforced). ")
+    positive = [row for row in sweep if row["decay_rate"] > 0 and row["recall_main_at_10"] is not None]
+    if pref == 0 and positive:
+        # the rule keeps everything forever; say what the gentlest forgetting in the sweep costs
+        low = min(positive, key=lambda row: row["decay_rate"])
+        text += (f"No positive rate is within {tol:.1f} points: the smallest swept, {low['decay_rate']} (a new fact "
+                 f"lasts {_fmt_days(_days_to_floor({**s, 'decay_rate': low['decay_rate']}))} unreinforced), costs "
+                 f"{100 * (choice['best_recall_at_10'] - low['recall_main_at_10']):.1f} points. ")
+    if choice["default_recall_at_10"] is None:
+        return head + text
+    gap = 100 * (choice["best_recall_at_10"] - choice["default_recall_at_10"])
+    if default == pref:
+        text += (f"The configured rate is that rate ({gap:.1f} points below the best): the data supports keeping "
+                 f"decay_rate {default}.")
+    elif default > pref:
+        text += (f"The configured rate {default} loses {gap:.1f} points of recall@10 against the best: the data "
+                 f"supports lowering decay_rate to {pref}.")
+    else:
+        text += (f"The configured rate {default} is {gap:.1f} points below the best and forgets less than {pref}, "
+                 f"which costs no more than {tol:.1f} points: the data supports raising decay_rate to {pref}.")
+    return head + text
+
+
+def _fmt_days(days: float) -> str:
+    return "forever" if math.isinf(days) else f"{days:.0f} days"
 
 
 def _dedupe(res: dict[str, Any]) -> list[str]:
@@ -302,18 +392,8 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
                 f"(word pairs that fired, with SICK's judgment: {c.get('sick_dev_antonym_pairs', {})}): pairs such as "
                 "man/woman or sitting/standing mostly describe different people or scenes, not a contradiction; "
                 "the negation rule carries the detector.")
-    if (r := res.get("retrieval")) and (n := r.get("nightly")):
-        dep, total = n["statuses"].get("deprecated", 0), sum(n["statuses"].values())
-        lines.append(
-            f"- **decay_rate {res['settings']['decay_rate']} with deprecate_below {res['settings']['deprecate_below']}**: "
-            f"an unreinforced fact is deprecated {_days_to_floor(res['settings']):.0f} days after its last evidence. In "
-            f"the LoCoMo nightly replay that removed {dep} of {total} facts within the conversations' own span, and "
-            f"fact recall@10 fell from {_f(r['recall_main_categories']['facts'][9])} (one run) to "
-            f"{_f(n['recall_main_categories'][9] if n['recall_main_categories'] else None)}. "
-            f"{100 * (n.get('evidence_in_first_half_of_sessions') or 0):.0f}% of the questions' evidence lies in the "
-            "first half of a conversation's sessions: old facts are asked about, and the data does not support "
-            "deprecating them that fast (this report does not sweep the rate: evaluate e.g. "
-            "ENGRAM_DECAY_RATE=0.002 with --only retrieval).")
+    if verdict := _decay_verdict(res):
+        lines.append(verdict)
     lines.append("")
     return lines
 

@@ -5,6 +5,7 @@ bench/locomo.py). After the nightly stages (no LLM): hybrid search over facts, w
 evidence turn when its provenance (extracted_from or supports) contains the turn, and over both
 tables. Adversarial questions (category 5) are also an abstention test: does the top hit's cosine
 separate them from answerable questions (ROC-AUC)?
+The nightly replay (one run per session night) is repeated for each decay rate of a sweep.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from engram.query.search import search_memory
 
 KMAX = 10
 METHODS = ("baseline-bm25", "episodes", "facts", "both")
+# a rate within this much replay recall@10 of the best is as good: prefer the largest (it still forgets)
+DECAY_TOLERANCE = 0.005
 
 
 def _turn(episode_id: str) -> str:
@@ -58,8 +61,13 @@ def _recalls(covers: list[set[str]], gold: list[str]) -> list[float]:
 
 
 def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: int | None = None,
-        max_conversations: int | None = None, nightly: bool = True) -> tuple[dict[str, Any], Store]:
-    """Recall@1..10 per method and category, consolidation counts; returns the store (caller closes it)."""
+        max_conversations: int | None = None, nightly: bool = True, decay_rates: tuple[float, ...] = ()
+        ) -> tuple[dict[str, Any], Store]:
+    """Recall@1..10 per method and category, consolidation counts; returns the store (caller closes it).
+
+    The nightly replay runs at the configured decay_rate (result["nightly"]) and at each of decay_rates
+    (result["nightly_decay_sweep"], the configured rate included).
+    """
     records = locomo_records(data)
     users = sorted({r["user_id"] for r in records})
     if max_conversations is not None:
@@ -110,23 +118,33 @@ def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: in
     timings["search_after_s"] = time.perf_counter() - t0
     result = _summarise(qs, rec, top_sim, runs, facts, sources, by_user, timings)
     if nightly:
-        t0 = time.perf_counter()
-        result["nightly"] = replay(embedder, records, by_user, qs)
+        default = store.settings.decay_rate
+        sweep = []
+        for rate in sorted({default, *decay_rates}):
+            t0 = time.perf_counter()
+            n = replay(embedder, records, by_user, qs, decay_rate=rate)
+            sweep.append(sweep_row(n, time.perf_counter() - t0))
+            if rate == default:
+                result["nightly"] = n
+                timings["nightly_replay_s"] = sweep[-1]["replay_s"]
         last = {u: max(int(r["metadata"]["session"]) for r in rs) for u, rs in by_user.items()}
         early = [int(g[1:].split(":")[0]) <= last[q["user"]] / 2 for q in qs for g in q["gold"]]
         result["nightly"]["evidence_in_first_half_of_sessions"] = float(np.mean(early)) if early else None
-        timings["nightly_replay_s"] = time.perf_counter() - t0
+        result["nightly_decay_sweep"] = sweep
+        result["nightly_decay_choice"] = decay_choice(sweep, default)
+        timings["nightly_decay_sweep_s"] = sum(row["replay_s"] for row in sweep)
     return result, store
 
 
 def replay(embedder: CachedEmbedder, records: list[dict[str, Any]], by_user: dict[str, list[dict[str, Any]]],
-           qs: list[dict[str, Any]]) -> dict[str, Any]:
+           qs: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
     """The nightly flow as it would have run: one run the night after each session, queried after the last.
 
     Confidence decays between sessions (weeks to months apart), later sessions reinforce, contradict or
     merge into earlier facts, and facts below deprecate_below leave retrieval: the real lifecycle.
+    overrides are settings of the replay's store (e.g. decay_rate).
     """
-    store = open_temp_store("locomo-nightly", embedder)
+    store = open_temp_store("locomo-nightly", embedder, **overrides)
     try:
         ingest(store, records, embedder)
         end: dict[str, datetime] = {}
@@ -158,6 +176,7 @@ def replay(embedder: CachedEmbedder, records: list[dict[str, Any]], by_user: dic
         cats = np.array([q["category"] for q in qs])
         main = np.isin(cats, [1, 2, 4])
         return {
+            "decay_rate": rate, "deprecate_below": floor,
             "runs": runs, "statuses": dict(statuses), "confidence_at_creation": created,
             "confidence_active_at_end": final,
             "active_below_deprecate_floor_at_end": int(sum(c <= floor for c in final)),
@@ -167,6 +186,40 @@ def replay(embedder: CachedEmbedder, records: list[dict[str, Any]], by_user: dic
         }
     finally:
         store.close()
+
+
+def sweep_row(nightly: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """One decay rate's replay in a few numbers: recall@1/5/10 (main categories), statuses, confidence."""
+    main, active = nightly["recall_main_categories"], nightly["confidence_active_at_end"]
+    return {
+        "decay_rate": nightly["decay_rate"],
+        **{f"recall_main_at_{k}": main[k - 1] if main else None for k in (1, 5, 10)},
+        "statuses": nightly["statuses"], "facts": sum(nightly["statuses"].values()),
+        "deprecated": nightly["statuses"].get("deprecated", 0), "active": len(active),
+        "median_effective_confidence_active": float(np.median(active)) if active else None,
+        "active_below_deprecate_floor_at_end": nightly["active_below_deprecate_floor_at_end"],
+        "replay_s": seconds,
+    }
+
+
+def decay_choice(sweep: list[dict[str, Any]], default: float, tolerance: float = DECAY_TOLERANCE
+                 ) -> dict[str, Any]:
+    """The rate with the best replay recall@10 (main), and the largest rate within tolerance of it.
+
+    The largest is preferred: a memory should still forget facts that are never reinforced, so when
+    recall is flat below some rate the data does not ask for less decay than that.
+    """
+    scored = [r for r in sweep if r["recall_main_at_10"] is not None]
+    if not scored:
+        return {"default_rate": default, "best_rate": None, "best_recall_at_10": None, "preferred_rate": None,
+                "preferred_recall_at_10": None, "default_recall_at_10": None, "tolerance": tolerance}
+    best = max(scored, key=lambda r: (r["recall_main_at_10"], -r["decay_rate"]))
+    near = [r for r in scored if r["recall_main_at_10"] >= best["recall_main_at_10"] - tolerance - 1e-12]
+    preferred = max(near, key=lambda r: r["decay_rate"])
+    at_default = next((r for r in scored if r["decay_rate"] == default), None)
+    return {"default_rate": default, "best_rate": best["decay_rate"], "best_recall_at_10": best["recall_main_at_10"],
+            "preferred_rate": preferred["decay_rate"], "preferred_recall_at_10": preferred["recall_main_at_10"],
+            "default_recall_at_10": at_default["recall_main_at_10"] if at_default else None, "tolerance": tolerance}
 
 
 def _summarise(qs: list[dict[str, Any]], rec: dict[str, list[list[float]]], top_sim: dict[str, list[float]],

@@ -97,6 +97,33 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     assert stored["extraction"]["spc"]["gold"] == 2
     assert summary["report"] == str(out / "QUALITY.md")
     assert not list(out.glob("*.duckdb"))  # stores live in temp dirs, never next to the report
+    # a full run replays the nights once per decay rate; the configured rate is the one the report's replay rows show
+    sweep = stored["retrieval"]["nightly_decay_sweep"]
+    from bench.quality import DECAY_RATES
+
+    assert [row["decay_rate"] for row in sweep] == sorted({*DECAY_RATES, settings.decay_rate})
+    configured = next(row for row in sweep if row["decay_rate"] == stored["settings"]["decay_rate"])
+    assert configured["recall_main_at_10"] == stored["retrieval"]["nightly"]["recall_main_categories"][9]
+    assert stored["retrieval"]["nightly_decay_choice"]["preferred_rate"] in {row["decay_rate"] for row in sweep}
+    assert "### Decay rate sweep (nightly replay)" in report
+    assert "replay recall@10 (main) is highest at" in report
+
+
+def test_quick_replays_the_configured_decay_rate_only(settings, tmp_path: Path) -> None:
+    from bench import quality
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    _write_data(data)
+    quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash", "--quick", "--only", "retrieval"])
+    stored = json.loads((out / "quality.json").read_text())
+    assert [row["decay_rate"] for row in stored["retrieval"]["nightly_decay_sweep"]] == [settings.decay_rate]
+    assert "replayed only the configured rate" in (out / "QUALITY.md").read_text()
+    quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash", "--quick", "--only", "retrieval",
+                  "--decay-rates", "0.002"])
+    stored = json.loads((out / "quality.json").read_text())
+    rates = [row["decay_rate"] for row in stored["retrieval"]["nightly_decay_sweep"]]
+    assert rates == sorted({0.002, settings.decay_rate})
 
 
 def test_eval_missing_data_names_the_file(settings, tmp_path: Path) -> None:
