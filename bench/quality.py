@@ -123,7 +123,7 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
     if "contradiction" in only:
         out["contradiction"] = timed("contradiction", lambda: quality_contradiction.run(
             emb, paths["sick_train"], paths["sick_dev"], paths["nli"], s["contradiction_threshold"],
-            s["support_threshold"], sizes.pair_train, sizes.nli_pairs))
+            s["support_threshold"], sizes.pair_train, sizes.nli_pairs, paths["locomo"], sizes.locomo_conversations))
     if "knowledge_update" in only:
         out["knowledge_update"] = timed("knowledge_update", lambda: quality_knowledge_update.run(
             emb, paths["situatedqa"], as_of, sizes.situatedqa_questions))
@@ -136,7 +136,7 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
 
 
 def _needed(key: str, only: tuple[str, ...]) -> bool:
-    uses = {"locomo": ("retrieval", "extraction"), "msrp_train": ("dedupe",), "msrp_dev": ("dedupe",),
+    uses = {"locomo": ("retrieval", "extraction", "contradiction"), "msrp_train": ("dedupe",), "msrp_dev": ("dedupe",),
             "sick_train": ("dedupe", "contradiction"), "sick_dev": ("dedupe", "contradiction"),
             "nli": ("contradiction",), "situatedqa": ("knowledge_update",), "spc": ("extraction",)}
     return any(e in only for e in uses[key])

@@ -220,7 +220,7 @@ def _dedupe(res: dict[str, Any]) -> list[str]:
     lines = [
         "## 2. Dedupe (merge decision on sentence pairs)", "",
         "The rule under test is the merge stage's pair rule: cosine > merge_threshold and no valence conflict "
-        "(negation, antonym, different number). Positives: MSRP `Quality = 1` (paraphrase); SICK `ENTAILMENT`. "
+        "(negation, antonym, different value). Positives: MSRP `Quality = 1` (paraphrase); SICK `ENTAILMENT`. "
         "Baseline: token-set Jaccard with its own threshold chosen on train (ratio = engram F1 / Jaccard F1); "
         "floor: exact normalised text (content_hash), which is what dedupe without embeddings gives.", "",
     ]
@@ -278,15 +278,46 @@ def _contradiction(res: dict[str, Any]) -> list[str]:
     for name, key in ((f"default contradiction_threshold {c['default_threshold']}", "at_default"),
                       (f"at support_threshold {c['support_threshold']}", "at_support_threshold"),
                       (f"F1-best on SICK train: {c['chosen_threshold_on_sick_train']}", "at_chosen"),
+                      (f"false-alarm budget on LoCoMo: {_budget(c)}", "at_alarm_budget"),
                       ("rule only (no cosine gate)", "rule_only"), ("baseline: always contradiction", "baseline_always")):
-        a, b = sd[key], mn[key]
+        a, b = sd.get(key), mn.get(key)
+        if a is None or b is None:
+            continue
         lines.append(f"| {name} | {_f(a['precision'])} | {_f(a['recall'])} | {_f(a['f1'])} | "
                      f"{_f(b['precision'])} | {_f(b['recall'])} | {_f(b['f1'])} |")
     lines += ["", "Precision of each rule when it fires (F1-best threshold): SICK trial "
               + ", ".join(f"{k} {_f(v['precision'])} ({v['fired']} pairs)" for k, v in sd["at_chosen"]["by_reason"].items())
               + "; MNLI " + ", ".join(f"{k} {_f(v['precision'])} ({v['fired']} pairs)"
                                       for k, v in mn["at_chosen"]["by_reason"].items()) + ".", ""]
+    if al := c.get("conversation_alarms"):
+        shown = [t for t in ("0.60", "0.70", "0.75", "0.78", "0.80", "0.82", "0.85", "0.90") if t in al["alarms_per_1000_turns"]]
+        lines += [
+            "**False alarms in conversation.** SICK pairs all describe one scene, so a valence difference there "
+            "usually is a contradiction. A memory compares statements of one user about many things: the detector "
+            f"was run on every pair of turns within each of {al['conversations']} LoCoMo conversations ({al['turns']} "
+            "turns, stated as the extractive stage states them, \"speaker: best sentence\"), whose speakers do not "
+            "contradict themselves, so what fires there is (nearly all) false alarms, and each would halve two facts. "
+            f"Reasons that fired at cos > 0.5: {al['reasons']}.", "",
+            "| threshold | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown),
+            "| alarms per 1,000 turns | " + " | ".join(f"{al['alarms_per_1000_turns'][t]:.1f}" for t in shown) + " |",
+            "| SICK train recall | " + " | ".join(_f(_sweep_at(c['sick_train']['sweep'], float(t), 'recall')) for t in shown) + " |",
+            "",
+            f"The lowest threshold with at most {al['budget_per_1000_turns']:.0f} alarms per 1,000 turns is "
+            f"**{_budget(c)}**. Alarms still firing above 0.85:", "",
+        ]
+        lines += [f"- cos {e['cos']:.3f} ({e['why']}): \"{e['a']}\" / \"{e['b']}\"" for e in al["examples"]] or ["- none"]
+        lines.append("")
     return lines
+
+
+def _budget(c: dict[str, Any]) -> str:
+    al = c.get("conversation_alarms") or {}
+    return str(al.get("lowest_threshold_within_budget", "n/a"))
+
+
+def _sweep_at(sweep: list[dict[str, Any]], t: float, key: str) -> float | None:
+    row = min(sweep, key=lambda r: abs(r["threshold"] - t), default=None)
+    return row[key] if row is not None and abs(row["threshold"] - t) < 0.006 else None
 
 
 def _knowledge(res: dict[str, Any]) -> list[str]:
@@ -312,6 +343,14 @@ def _knowledge(res: dict[str, Any]) -> list[str]:
         "questions. Ratios against the BM25 baseline (latest@1): episodes "
         f"{_ratio(k['episodes']['latest_at_1'], k['baseline_bm25']['latest_at_1'])}, facts "
         f"{_ratio(k['facts']['latest_at_1'], k['baseline_bm25']['latest_at_1'])}.",
+        "",
+        "How updates are served: search shows a later restatement of the same thing with another value (another "
+        "number, or one name swapped) in place of the older one, so plain queries get the latest and `as_of` "
+        "queries, which only see what existed then, the answer valid then; the confidence stage lets a later fact "
+        "with another value supersede the older one (status superseded, valid_to = the newer fact's valid_from; "
+        f"{(k.get('consolidation') or {}).get('confidence', {}).get('superseded', 'n/a')} here), which `as_of` "
+        "queries still find. What facts miss is mostly extraction: answers HDBSCAN leaves as noise and clusters "
+        "that mix questions.",
         "",
     ]
     return lines
@@ -369,33 +408,43 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
             "supports the default.")
     if c:
         sd, mn = c["sick_dev"], c["mnli"]
-        lines.append(
-            f"- **contradiction_threshold {c['default_threshold']}**: far too high for the rules. Most contradicting "
-            f"pairs are less similar than that: SICK trial recall {_f(sd['at_default']['recall'])}, MNLI "
-            f"{_f(mn['at_default']['recall'])}. The F1-best threshold on SICK train is "
-            f"**{c['chosen_threshold_on_sick_train']}**: SICK trial F1 {_f(sd['at_default']['f1'])} -> "
-            f"{_f(sd['at_chosen']['f1'])} (precision {_f(sd['at_chosen']['precision'])}), MNLI F1 "
-            f"{_f(mn['at_default']['f1'])} -> {_f(mn['at_chosen']['f1'])}. The data supports "
-            f"contradiction_threshold ~{c['chosen_threshold_on_sick_train']}. On MNLI no setting of the rules beats "
-            f"always answering \"contradiction\" (F1 {_f(mn['baseline_always']['f1'])}): lexical valence rules do not "
-            "generalise to MNLI's contradictions; an NLI model or the LLM review is needed there.")
-        neg_parity = any(" not " in c["b"] and c["b"].count(" not ") % 2 == 0
-                         for c in (res.get("dedupe") or {}).get("sick", {}).get("merged_contradictions_dev", []))
-        if neg_parity:
-            lines.append(
-                "- **negation parity**: `valence_conflict` counts negations modulo 2, so \"is not X and is not Y\" "
-                "(two negated clauses) reads as no negation and the pair can be merged (example in section 2).")
+        lines.append(_contradiction_verdict(c))
         ant = sd["rule_only"]["by_reason"].get("antonym")
         if ant and ant["precision"] is not None and ant["precision"] < 0.5:
             lines.append(
                 f"- **antonym rule**: fires on {ant['fired']} SICK trial pairs with precision {_f(ant['precision'])} "
-                f"(word pairs that fired, with SICK's judgment: {c.get('sick_dev_antonym_pairs', {})}): pairs such as "
-                "man/woman or sitting/standing mostly describe different people or scenes, not a contradiction; "
-                "the negation rule carries the detector.")
+                f"(word pairs that fired, with SICK's judgment: {c.get('sick_dev_antonym_pairs', {})}); review the "
+                "pairs in engram/claims.py ANTONYMS.")
     if verdict := _decay_verdict(res):
         lines.append(verdict)
     lines.append("")
     return lines
+
+
+def _contradiction_verdict(c: dict[str, Any]) -> str:
+    sd, mn, default = c["sick_dev"], c["mnli"], c["default_threshold"]
+    al = c.get("conversation_alarms")
+    text = (f"- **contradiction_threshold {default}**: SICK trial precision {_f(sd['at_default']['precision'])}, "
+            f"recall {_f(sd['at_default']['recall'])}, F1 {_f(sd['at_default']['f1'])}. The F1-best threshold on "
+            f"SICK train is {c['chosen_threshold_on_sick_train']} (SICK trial F1 {_f(sd['at_chosen']['f1'])})")
+    if not al:
+        return text + ": run with the LoCoMo file to weigh it against false alarms in conversation."
+    rate = al["alarms_per_1000_turns"]
+    low = f"{c['chosen_threshold_on_sick_train']:.2f}"
+    text += (f", but there the detector raises {rate.get(low, float('nan')):.0f} alarms per 1,000 LoCoMo turns, "
+             f"against {rate.get(f'{default:.2f}', float('nan')):.1f} at the default: a contradiction halves two facts, "
+             "so the SICK optimum would deprecate facts wholesale in a real memory. The lowest threshold within the "
+             f"false-alarm budget ({al['budget_per_1000_turns']:.0f} per 1,000 turns) is {_budget(c)}")
+    budget = al.get("lowest_threshold_within_budget")
+    if budget is None:
+        return text + "; no threshold in the sweep stays within the budget."
+    if abs(budget - default) <= 0.011:
+        text += f"; the default {default} is that threshold rounded to the safe side: the data supports it."
+    else:
+        text += f"; the data supports contradiction_threshold {budget} instead of {default}."
+    return text + (f" On MNLI no setting of the rules beats always answering \"contradiction\" (F1 "
+                   f"{_f(mn['baseline_always']['f1'])}): lexical rules do not generalise to MNLI's contradictions; the "
+                   "LLM review (queued cases) is what settles them.")
 
 
 def _days_to_floor(s: dict[str, Any]) -> float:

@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")
     support_threshold: float = bounded(0.75, 0.0, 1.0, "Cosine for an episode to support a fact.")
     support_gain: float = bounded(0.05, 0.0, 1.0, "c += gain * (1 - c) per supporting episode.")
-    decay_rate: float = bounded(0.01, 0.0, 1.0, "c *= exp(-rate * days since evidence).")
+    decay_rate: float = bounded(0.002, 0.0, 1.0, "c *= exp(-rate * days since evidence) (bench/QUALITY.md).")
     contradiction_threshold: float = bounded(0.8, 0.0, 1.0, "Cosine for a contradiction check (bench/QUALITY.md).")
     merge_threshold: float = bounded(0.85, 0.0, 1.0, "Cosine for a merge candidate pair.")
     auto_merge_min_confidence: float = bounded(0.6, 0.0, 1.0, "Auto-merge needs one fact above.")

@@ -20,13 +20,13 @@ from engram.textnorm import content_hash
 AS_OF = datetime(2026, 3, 1, 3, 0, 0)
 USER = "u1"
 OTHER = "u2"
-GAIN, RATE = 0.05, 0.01
+GAIN, RATE = 0.05, 0.002  # the defaults of support_gain and decay_rate
 
 SEED_FACTS = {
     # id: (text, confidence, days since confidence_at, evidence_count)
     "f_alice": ("Alice works at Acme Corp as a senior engineer", 0.8, 10, 4),
     "f_coffee": ("Bob drinks his coffee black every morning", 0.7, 5, 3),
-    "f_stale": ("Carol used to collect stamps from Peru", 0.35, 30, 1),
+    "f_stale": ("Carol used to collect stamps from Peru", 0.35, 100, 1),  # 0.35 e^(-0.2) < 0.3
 }
 NEW_EPISODES = [
     "Alice works at Acme Corp as a senior engineer.",
@@ -107,7 +107,7 @@ def expected() -> dict[str, tuple[float, str]]:
         "f_alice": (winner, "active"),
         "alice works": (new_alice, "merged_into"),
         "f_coffee": (_decay(0.7, 5) / 2, "active"),
-        "f_stale": (_decay(0.35, 30), "deprecated"),
+        "f_stale": (_decay(0.35, 100), "deprecated"),
         "Bob never": (never, "deprecated"),
         "Dana is": (_reinforce(0.5, 2), "active"),
     }

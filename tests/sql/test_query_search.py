@@ -50,7 +50,7 @@ def test_vectors_of_another_model_are_not_compared(settings, con):
 
 
 def test_fact_status_and_confidence_filters(settings, con):
-    old = datetime.now() - timedelta(days=100)
+    old = datetime.now() - timedelta(days=400)  # 0.45 e^(-0.002 * 400) < 0.3
     seed_facts(settings, con, [
         {"id": "active", "text": "Ana drinks green tea every morning", "confidence": 0.9},
         {"id": "weak", "text": "Ana drinks green tea at night", "confidence": 0.4},

@@ -13,14 +13,14 @@ def _sweep(points: list[tuple[float, float | None]]) -> list[dict[str, float | N
 
 
 @pytest.mark.parametrize(("points", "best", "preferred"), [
-    # flat below 0.002 (within 0.5 points): the largest flat rate is preferred, it still forgets
-    ([(0.0, 0.350), (0.001, 0.348), (0.002, 0.346), (0.005, 0.30), (0.01, 0.20)], 0.0, 0.002),
-    # 0.001 is 0.6 points below: nothing positive is close enough
-    ([(0.0, 0.351), (0.001, 0.345), (0.01, 0.20)], 0.0, 0.0),
-    # a peak inside the sweep; the larger rate within 0.5 points wins
-    ([(0.0, 0.30), (0.002, 0.32), (0.005, 0.316), (0.01, 0.25)], 0.002, 0.005),
-    # exactly 0.5 points below still counts
-    ([(0.0, 0.300), (0.001, 0.295)], 0.0, 0.001),
+    # within 2.5 points below 0.002: the largest such rate is preferred, it still forgets
+    ([(0.0, 0.350), (0.001, 0.340), (0.002, 0.330), (0.005, 0.30), (0.01, 0.20)], 0.0, 0.002),
+    # 0.001 is 3.1 points below: nothing positive is close enough
+    ([(0.0, 0.351), (0.001, 0.320), (0.01, 0.20)], 0.0, 0.0),
+    # a peak inside the sweep; the larger rate within 2.5 points wins
+    ([(0.0, 0.30), (0.002, 0.32), (0.005, 0.30), (0.01, 0.25)], 0.002, 0.005),
+    # exactly 2.5 points below still counts
+    ([(0.0, 0.300), (0.001, 0.275)], 0.0, 0.001),
 ])
 def test_decay_choice(points: list[tuple[float, float]], best: float, preferred: float) -> None:
     choice = decay_choice(_sweep(points), default=0.01)
