@@ -254,7 +254,7 @@ def report(args: argparse.Namespace, night: Tally, seen: dict[str, Any], write: 
         f"last {args.context} messages as context, then an update call per extracted fact against the "
         f"{args.top_s} most similar stored memories). Its prompt sizes use engram's own prompt builders, so "
         "only the call pattern differs; real mem0 prompts are longer, so this baseline is conservative.",
-        "- Nightly extraction sees only clustered episodes (HDBSCAN noise stays unextracted), and each night "
+        "- Nightly LLM extraction sees only clustered episodes (HDBSCAN noise becomes an extractive fact, with no LLM call, when it states one about its speaker), and each night "
         "sends one extraction request per tenant unless llm_max_prompt_tokens forces a split; resolution sends "
         "at most one request per kind per tenant per night.",
         "- With a real model the reply tokens differ (thinking tokens bill as output); the request counts do not.",

@@ -126,10 +126,13 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
         save(fig, "quality_dedupe.png", "dedupe")
     if "contradiction" in result:
         c = result["contradiction"]
-        fig, axes = plt.subplots(1, 3, figsize=(16, 3.8), sharey=True)
+        al = c.get("conversation_alarms")
+        fig, axes = plt.subplots(1, 4 if al else 3, figsize=(21 if al else 16, 3.8))
+        for ax in axes[1:3]:
+            ax.sharey(axes[0])
         panels = (("SICK train (tuning)", c["sick_train"]["sweep"]), ("SICK trial", c["sick_dev"]["sweep"]),
                   ("MNLI dev-matched binary", c["mnli"]["sweep"]))
-        for ax, (title, sweep) in zip(axes, panels, strict=True):
+        for ax, (title, sweep) in zip(axes[:3], panels, strict=True):
             sweep = [r for r in sweep if r["threshold"] >= 0]
             _sweep_lines(ax, sweep, "")
             ax.axvline(c["default_threshold"], color="black", ls=":", label="contradiction_threshold")
@@ -138,6 +141,18 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
             ax.set_xlabel("cosine threshold (rule must also fire)")
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)
+        if al:  # the cost side of a low threshold: false alarms between the turns of one conversation
+            ax = axes[3]
+            ts = sorted(float(t) for t in al["alarms_per_1000_turns"])
+            ax.plot(ts, [max(al["alarms_per_1000_turns"][f"{t:.2f}"], 0.1) for t in ts], color="crimson",
+                    label="alarms per 1,000 turns (0 drawn at 0.1)")
+            ax.axhline(al["budget_per_1000_turns"], color="crimson", ls=":", label="false-alarm budget")
+            ax.axvline(c["default_threshold"], color="black", ls=":", label="contradiction_threshold")
+            ax.set_yscale("log")
+            ax.set_title(f"LoCoMo turn pairs ({al['conversations']} conversations)")
+            ax.set_xlabel("cosine threshold (rule must also fire)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
         save(fig, "quality_contradiction.png", "contradiction")
     if "knowledge_update" in result:
         k = result["knowledge_update"]

@@ -39,8 +39,9 @@ def render(res: dict[str, Any]) -> str:
         f"cache {'on' if res['embedding']['cache_dir'] else 'off (cold run)'})",
         "- settings under test: " + ", ".join(f"{k} {v}" for k, v in s.items()),
         "- data: " + ", ".join(f"{k} `{p.split('/data/')[-1]}`" for k, p in res["paths"].items()),
-        "- rule: every threshold the report *chooses* is chosen on a train split (MSRP train, SICK train) and "
-        "reported on the held-out split (MSRP val, SICK trial, MNLI dev); nothing is tuned on a test split",
+        "- rule: every threshold the report *chooses* is chosen on a train split (MSRP train, SICK train) or on the "
+        "LoCoMo development conversations (contradiction false alarms, decay replay) and reported on the held-out "
+        "splits (MSRP val, SICK trial, MNLI dev); nothing is tuned on a test split",
         "",
     ]
     if res["quick"]:
@@ -85,8 +86,9 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
         f"Episodes against the BM25 baseline at k=10: {100 * (ep[9] - bm[9]):+.1f} points (ratio {_ratio(ep[9], bm[9])}).",
         "",
         f"Why: the extractive run (no LLM) keeps {f['active']} active facts for {r['turns']} turns; their provenance "
-        f"covers {f['turns_covered_by_active_facts']} turns ({100 * f['turn_coverage']:.0f}%): turns HDBSCAN calls "
-        f"noise produce no fact, so their evidence is only reachable as episodes. A fact rests on "
+        f"covers {f['turns_covered_by_active_facts']} turns ({100 * f['turn_coverage']:.0f}%): a turn HDBSCAN calls "
+        "noise becomes a fact only when it states one about its speaker on its own (filler, questions and replies "
+        f"that lean on the previous turn do not), so the rest is reachable only as episodes. A fact rests on "
         f"{f['mean_sources_per_active_fact']:.1f} turns on average; fact statuses after the run: {f['statuses']}.",
         "",
     ]
