@@ -3,7 +3,7 @@
     python -m bench.quality [--data ../shared/data] [--out bench/] [--quick] [--decay-rates 0 0.001 0.002]
 
 Writes <out>/QUALITY.md, <out>/quality.json and <out>/quality_*.png (plots need the `bench`
-extra: matplotlib). Offline, no LLM. Every dataset path can be overridden, so unseen splits of
+extra: matplotlib). Offline, no LLM unless --llm asks for one. Every dataset path can be overridden, so unseen splits of
 the same sources run unchanged; thresholds are only ever chosen on train splits.
 """
 
@@ -71,7 +71,7 @@ def make_embedder(name: str, cache: bool) -> CachedEmbedder:
 
 
 def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cache: bool = True,
-        only: tuple[str, ...] = EVALUATIONS, progress: Any = print) -> dict[str, Any]:
+        only: tuple[str, ...] = EVALUATIONS, progress: Any = print, llm: str = "none") -> dict[str, Any]:
     """Every chosen evaluation; the result dict that QUALITY.md and quality.json are written from."""
     from bench import quality_contradiction, quality_dedupe, quality_extraction, quality_knowledge_update
     from bench import quality_retrieval
@@ -82,7 +82,7 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
         from engram.errors import InvalidInput
 
         raise InvalidInput(f"data: missing file(s) {missing}")
-    settings = load_settings(llm="none")
+    settings = load_settings(llm=llm)
     emb = make_embedder(embedder_name, cache)
     as_of = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     out: dict[str, Any] = {
@@ -90,7 +90,8 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
             "merge_threshold", "support_threshold", "contradiction_threshold", "min_cluster_size", "pca_dims",
             "cluster_min_similarity", "initial_confidence", "support_gain", "decay_rate", "deprecate_below",
             "auto_merge_min_confidence")},
-        "embedder": f"{emb.provider}/{emb.model}", "paths": {k: str(p) for k, p in paths.items()},
+        "embedder": f"{emb.provider}/{emb.model}", "llm": llm if llm == "none" else f"{llm}/{settings.llm_model}",
+        "paths": {k: str(p) for k, p in paths.items()},
         "sizes": {k: v for k, v in sizes.__dict__.items() if k != "notes"}, "timings": {},
     }
     s = out["settings"]
@@ -106,7 +107,7 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
     if "retrieval" in only or "extraction" in only:
         retrieval, store = timed("retrieval", lambda: quality_retrieval.run(
             emb, paths["locomo"], as_of, sizes.locomo_questions, sizes.locomo_conversations,
-            decay_rates=sizes.decay_rates))
+            decay_rates=sizes.decay_rates, llm=llm))
         try:
             if "retrieval" in only:
                 out["retrieval"] = retrieval
@@ -126,10 +127,10 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
             s["support_threshold"], sizes.pair_train, sizes.nli_pairs, paths["locomo"], sizes.locomo_conversations))
     if "knowledge_update" in only:
         out["knowledge_update"] = timed("knowledge_update", lambda: quality_knowledge_update.run(
-            emb, paths["situatedqa"], as_of, sizes.situatedqa_questions))
+            emb, paths["situatedqa"], as_of, sizes.situatedqa_questions, llm=llm))
     if "extraction" in only:
         out.setdefault("extraction", {})["spc"] = timed("extraction_spc", lambda: quality_extraction.run_spc(
-            emb, paths["spc"], as_of, sizes.spc_conversations))
+            emb, paths["spc"], as_of, sizes.spc_conversations, llm=llm))
     out["embedding"] = {"texts_embedded": emb.embedded, "embed_s": round(emb.seconds, 1),
                         "cache_dir": str(emb.cache_dir) if emb.cache_dir else None}
     return out
@@ -181,6 +182,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="Small samples (tests, smoke runs).")
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     parser.add_argument("--no-cache", action="store_true", help="Do not cache embeddings in the temp dir.")
+    parser.add_argument("--llm", default="none", choices=["none", "fake", "gemini"],
+                        help="LLM of the nightly stages (extraction, resolve): none (extractive, the default), fake "
+                             "(deterministic rules, shows the path works), gemini (needs ENGRAM_GEMINI_API_KEY).")
     parser.add_argument("--only", nargs="+", choices=EVALUATIONS, default=list(EVALUATIONS))
     parser.add_argument("--decay-rates", nargs="+", type=float, default=None, metavar="RATE",
                         help=f"Decay rates for the nightly replay sweep (default {' '.join(map(str, DECAY_RATES))}; "
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = QUICK if args.quick else FULL
     if args.decay_rates is not None:
         sizes = replace(sizes, decay_rates=tuple(args.decay_rates))
-    result = run(paths, sizes, args.embedder, not args.no_cache, tuple(args.only))
+    result = run(paths, sizes, args.embedder, not args.no_cache, tuple(args.only), llm=args.llm)
     result["command"] = " ".join(["python -m bench.quality", *(argv if argv is not None else sys.argv[1:])])
     files = write(result, args.out, args.quick, started)
     print(f"[quality] wrote {files['report']} and {files['json']} in {result['wall_s']} s")

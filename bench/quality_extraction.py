@@ -63,7 +63,8 @@ def _evaluate(embedder: CachedEmbedder, units: list[dict[str, Any]]) -> dict[str
     }
 
 
-def run_spc(embedder: CachedEmbedder, path: Path, as_of: datetime, conversations: int) -> dict[str, Any]:
+def run_spc(embedder: CachedEmbedder, path: Path, as_of: datetime, conversations: int, llm: str = "none"
+            ) -> dict[str, Any]:
     """Synthetic-Persona-Chat: a tenant per conversation, gold = both users' persona facts."""
     chats = load_spc(path, limit=conversations)
     base = datetime(2024, 1, 1)
@@ -73,7 +74,7 @@ def run_spc(embedder: CachedEmbedder, path: Path, as_of: datetime, conversations
         for c in chats for n, (speaker, text) in enumerate(c.turns)
     ]
     speaker_of = {r["id"]: r["role"] for r in records}
-    store = open_temp_store("spc", embedder)
+    store = open_temp_store("spc", embedder, llm)
     try:
         ingest(store, records, embedder)
         units = []

@@ -43,7 +43,7 @@ def episode_text(q: TemporalQuestion, answer: str) -> str:
 
 
 def run(embedder: CachedEmbedder, path: Path, as_of: datetime, max_questions: int | None = None,
-        max_probes_per_question: int = 2) -> dict[str, Any]:
+        max_probes_per_question: int = 2, llm: str = "none") -> dict[str, Any]:
     """Latest-answer@1 and as_of@1 before (episodes) and after (facts) consolidation, plus the BM25 baseline."""
     qs = load_situatedqa(path)
     if max_questions is not None:
@@ -54,7 +54,7 @@ def run(embedder: CachedEmbedder, path: Path, as_of: datetime, max_questions: in
             records.append({"id": f"sqa:{q.id}:{n}", "user_id": USER, "session_id": f"sqa:{q.id}", "kind": "event",
                             "role": "note", "origin": "tool", "content": episode_text(q, answer), "created_at": when})
     probes = [(q, d, answer_at(q, d)) for q in qs for d, _ in q.probes[:max_probes_per_question]]
-    store = open_temp_store("situatedqa", embedder)
+    store = open_temp_store("situatedqa", embedder, llm)
     try:
         ingest(store, records, embedder)
         embedder.embed([q.question for q in qs])

@@ -32,8 +32,7 @@ def render(res: dict[str, Any]) -> str:
         f"- date: {res['date']}; machine: {m['platform']}, {m['cores']} cores, Python {m['python']}; "
         f"load average at the end {m['load_average_end']} (cores shared with other work)",
         f"- command: `{res.get('command', 'python -m bench.quality')}`; wall time {res['wall_s']:.0f} s "
-        f"({', '.join(f'{k} {v:.0f} s' for k, v in res['timings'].items())}); no LLM (the nightly stages run "
-        "extractive, as with `llm = none`)",
+        f"({', '.join(f'{k} {v:.0f} s' for k, v in res['timings'].items())}); " + _llm_line(res.get("llm", "none")),
         f"- embedder: {res['embedder']}; {res['embedding']['texts_embedded']} texts computed by the embedder in "
         f"{res['embedding']['embed_s']:.0f} s (the rest read from the cache in the system temp dir, never the repository; "
         f"cache {'on' if res['embedding']['cache_dir'] else 'off (cold run)'})",
@@ -53,6 +52,15 @@ def render(res: dict[str, Any]) -> str:
     else:
         lines += ["Plots were not written: install the `bench` extra (matplotlib).", ""]
     return "\n".join(lines) + "\n"
+
+
+def _llm_line(llm: str) -> str:
+    if llm == "none":
+        return "no LLM (the nightly stages run extractive, as with `llm = none`)"
+    if llm.startswith("fake"):
+        return ("LLM: the deterministic fake (`--llm fake`): extraction and review decisions come from fixed rules, "
+                "so the numbers show the LLM path runs end to end, not what a real model would do")
+    return f"LLM: {llm} for extraction and review decisions"
 
 
 def _retrieval(res: dict[str, Any]) -> list[str]:
@@ -85,7 +93,7 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
         f"{_f(bo[9])}: {100 * (bo[9] - ep[9]):+.1f} points. At k=1: facts {100 * (fa[0] - ep[0]):+.1f} points. "
         f"Episodes against the BM25 baseline at k=10: {100 * (ep[9] - bm[9]):+.1f} points (ratio {_ratio(ep[9], bm[9])}).",
         "",
-        f"Why: the extractive run (no LLM) keeps {f['active']} active facts for {r['turns']} turns; their provenance "
+        f"Why: the run keeps {f['active']} active facts for {r['turns']} turns; their provenance "
         f"covers {f['turns_covered_by_active_facts']} turns ({100 * f['turn_coverage']:.0f}%): a turn HDBSCAN calls "
         "noise becomes a fact only when it states one about its speaker on its own (filler, questions and replies "
         f"that lean on the previous turn do not), so the rest is reachable only as episodes. A fact rests on "
@@ -364,7 +372,7 @@ def _extraction(res: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "## 5. Extraction (facts vs gold persona facts and observations)", "",
-        "Facts of the extractive nightly run (no LLM) matched 1:1 to gold by cosine >= the match threshold "
+        "Facts of the nightly run matched 1:1 to gold by cosine >= the match threshold "
         "(an evaluation parameter, fixed before looking at engram's numbers; the plot shows the whole sweep). "
         "Precision = matched facts / facts (duplicates cost precision), recall = matched gold / gold. "
         "Provenance agreement: a matched fact's extracted_from turns include a turn of the persona's speaker "

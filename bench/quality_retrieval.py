@@ -63,8 +63,8 @@ def _recalls(covers: list[set[str]], gold: list[str]) -> list[float]:
 
 
 def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: int | None = None,
-        max_conversations: int | None = None, nightly: bool = True, decay_rates: tuple[float, ...] = ()
-        ) -> tuple[dict[str, Any], Store]:
+        max_conversations: int | None = None, nightly: bool = True, decay_rates: tuple[float, ...] = (),
+        llm: str = "none") -> tuple[dict[str, Any], Store]:
     """Recall@1..10 per method and category, consolidation counts; returns the store (caller closes it).
 
     The nightly replay runs at the configured decay_rate (result["nightly"]) and at each of decay_rates
@@ -78,7 +78,7 @@ def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: in
     by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_user[r["user_id"]].append(r)
-    store = open_temp_store("locomo", embedder)
+    store = open_temp_store("locomo", embedder, llm)
     t0 = time.perf_counter()
     ingest(store, records, embedder)
     timings = {"ingest_s": time.perf_counter() - t0}
@@ -124,7 +124,7 @@ def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: in
         sweep = []
         for rate in sorted({default, *decay_rates}):
             t0 = time.perf_counter()
-            n = replay(embedder, records, by_user, qs, decay_rate=rate)
+            n = replay(embedder, records, by_user, qs, llm=llm, decay_rate=rate)
             sweep.append(sweep_row(n, time.perf_counter() - t0))
             if rate == default:
                 result["nightly"] = n

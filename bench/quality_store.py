@@ -20,10 +20,11 @@ from engram.settings import Settings, load_settings
 
 @dataclass
 class Store:
-    """Settings on a store in a temp dir that is removed by close()."""
+    """Settings on a store in a temp dir that is removed by close(), and the LLM its runs use (None = none)."""
 
     settings: Settings
     tmp: tempfile.TemporaryDirectory
+    llm: Any = None
 
     def close(self) -> None:
         """Drop cached indexes of this store and delete its files."""
@@ -31,14 +32,17 @@ class Store:
         self.tmp.cleanup()
 
 
-def open_temp_store(name: str, embedder: CachedEmbedder, **overrides: Any) -> Store:
-    """A fresh store under the system temp dir; settings use no LLM and the embedder's model."""
+def open_temp_store(name: str, embedder: CachedEmbedder, llm: str = "none", **overrides: Any) -> Store:
+    """A fresh store under the system temp dir with the embedder's model and the LLM provider `llm`
+    (none: extractive stages and no resolve; fake: the deterministic rules; gemini: needs a key)."""
+    from engram import llm as llms
+
     tmp = tempfile.TemporaryDirectory(prefix=f"engram-quality-{name}-")
     root = Path(tmp.name)
     provider = "hash" if embedder.provider == "hash" else "minilm"
     settings = load_settings(db_path=root / "store.duckdb", archive_dir=root / "archive", embedder=provider,
-                             llm="none", **overrides)
-    return Store(settings, tmp)
+                             llm=llm, **overrides)
+    return Store(settings, tmp, llms.from_settings(settings))
 
 
 def ingest(store: Store, records: list[dict[str, Any]], embedder: CachedEmbedder) -> None:
@@ -49,12 +53,15 @@ def ingest(store: Store, records: list[dict[str, Any]], embedder: CachedEmbedder
 
 def consolidate_tenant(store: Store, user_id: str, embedder: CachedEmbedder, as_of: datetime,
                        run_id: str = "quality-run") -> dict[str, Any]:
-    """extract, confidence, merge, deprecate for one tenant (no LLM); confidences after extract and at the end."""
+    """extract, confidence, merge, resolve (with an LLM), deprecate for one tenant; confidences after extract
+    and at the end."""
     ctx = consolidate.StageContext(store.settings, user_id, run_id, as_of)
-    counts: dict[str, Any] = {"extract": consolidate.extract(ctx, embedder)}
+    counts: dict[str, Any] = {"extract": consolidate.extract(ctx, embedder, store.llm)}
     after_extract = fact_table(store, user_id)
     counts["confidence"] = consolidate.confidence(ctx, embedder)
     counts["merge"] = consolidate.merge(ctx, embedder)
+    if store.llm is not None:
+        counts["resolve"] = consolidate.resolve(ctx, store.llm)
     counts["deprecate"] = consolidate.deprecate(ctx)
     counts["confidence_after_extract"] = [f["confidence"] for f in after_extract]
     return counts

@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         quick: Annotated[bool, typer.Option("--quick", help="Small samples (smoke runs).")] = False,
         only: Annotated[list[str] | None, typer.Option(help="Run only these evaluations (repeatable).")] = None,
         embedder: Annotated[str, typer.Option(help="minilm or hash.")] = "minilm",
+        llm: Annotated[str, typer.Option(help="LLM of the nightly stages: none, fake or gemini.")] = "none",
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Run retrieval, dedupe, contradiction, knowledge-update and extraction evaluations; write the report."""
@@ -37,15 +38,18 @@ def register(app: typer.Typer) -> None:
         if unknown or embedder not in ("minilm", "hash"):
             fail(InvalidInput(f"only: unknown {unknown}; choose from {list(quality.EVALUATIONS)}" if unknown
                               else f"embedder: expected minilm or hash, got {embedder!r}"))
+        if llm not in ("none", "fake", "gemini"):
+            fail(InvalidInput(f"llm: expected none, fake or gemini, got {llm!r}"))
         started = time.perf_counter()
         paths = quality.resolve_paths(data or quality.DEFAULT_DATA, {})
         try:
             result = quality.run(paths, quality.QUICK if quick else quality.FULL, embedder, True, chosen,
-                                 progress=(lambda _m: None) if as_json else typer.echo)
+                                 progress=(lambda _m: None) if as_json else typer.echo, llm=llm)
         except EngramError as exc:
             fail(exc)
             return
-        result["command"] = "engram eval" + (" --quick" if quick else "") + (f" --data {data}" if data else "")
+        result["command"] = ("engram eval" + (" --quick" if quick else "") + (f" --data {data}" if data else "")
+                             + (f" --llm {llm}" if llm != "none" else ""))
         files = quality.write(result, out or Path(quality.__file__).resolve().parent, quick, started)
         summary = {"report": str(files["report"]), "json": str(files["json"]), "wall_s": result["wall_s"],
                    **headline(result)}

@@ -126,6 +126,25 @@ def test_quick_replays_the_configured_decay_rate_only(settings, tmp_path: Path) 
     assert rates == sorted({0.002, settings.decay_rate})
 
 
+def test_eval_with_the_fake_llm_extracts_and_resolves_through_it(settings, tmp_path: Path) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    _write_data(data)
+    result = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--embedder", "hash", "--quick",
+                                      "--only", "retrieval", "--only", "knowledge_update", "--llm", "fake", "--json"])
+    assert result.exit_code == 0, result.output
+    stored = json.loads((out / "quality.json").read_text())
+    assert stored["llm"].startswith("fake/") and "--llm fake" in stored["command"]
+    run = stored["retrieval"]["stage_counts"]["conv-t"]
+    # two clusters, one batched request; every fact is the LLM's
+    assert run["extract"]["clusters"] == 2 and run["extract"]["llm"]["requests"] == 1
+    assert run["extract"]["llm_facts"] == run["extract"]["facts_created"] == 2
+    assert "resolve" in run  # the resolve stage runs when an LLM is configured (nothing queued here)
+    assert "deterministic fake" in (out / "QUALITY.md").read_text()
+    bad = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--llm", "gpt"])
+    assert bad.exit_code == 2 and "llm" in bad.output
+
+
 def test_eval_missing_data_names_the_file(settings, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),
                                       "--embedder", "hash", "--only", "dedupe"])
