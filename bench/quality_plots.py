@@ -163,9 +163,9 @@ def write_plots(result: dict[str, Any], out: Path) -> dict[str, str]:
         for n, s in enumerate(systems):
             ax.bar([i + n * width for i in range(len(metrics_))], [k[s][m] for m in metrics_], width, label=s)
         ax.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(metrics_))], metrics_)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.15)
         ax.set_title("SituatedQA knowledge updates: top-1 answer")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", ncol=3)
         save(fig, "quality_knowledge_update.png", "knowledge_update")
     if "extraction" in result:
         fig, axes = plt.subplots(1, 2, figsize=(12, 3.6), sharey=True)
