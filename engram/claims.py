@@ -115,6 +115,7 @@ def _negations(text: str) -> int:
 # saying the same thing are two subjects, not a conflict.
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_][\w'\u2019-]*")
 _NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+_SPEAKER = re.compile(r"^\s*[^\W\d][\w .'-]{0,40}:\s+")
 _NOT_NAMES = {
     "i", "i'm", "i've", "i'd", "i'll", "a", "an", "the", "he", "she", "we", "they", "it", "you", "my", "our",
     "your", "his", "her", "their", "its", "this", "that", "these", "those", "there", "then", "what", "when",
@@ -122,7 +123,20 @@ _NOT_NAMES = {
     "hi", "hello", "thanks", "well", "also", "just", "if", "as", "in", "on", "at", "for", "to", "of", "with",
     "after", "before", "today", "yesterday", "tomorrow", "wow", "sure", "yeah", "great", "cool", "not",
 }
-SHARED_FOR_VALUE = 0.5  # share of words two statements need in common to be about the same thing
+SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common to be about the same thing
+# Function words say nothing about what a statement is about: "The team standup happens at 9:30 each
+# weekday" and "Our standup is now at 10:30 every weekday" share most of their content words.
+STOPWORDS = _NOT_NAMES | {
+    "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "has", "have", "had", "will",
+    "would", "can", "could", "shall", "should", "may", "might", "must", "now", "each", "every", "very", "too",
+    "by", "from", "about", "into", "over", "than", "up", "out", "off", "me", "us", "him", "them", "own", "all",
+    "any", "some", "s", "t", "still", "again", "really", "yet",
+}
+
+
+def _content(tokens: set[str], values: set[str]) -> set[str]:
+    """Words that carry what a statement is about: no function words, no numbers or names (the values)."""
+    return {t for t in tokens if t not in STOPWORDS and t not in values and not t[0].isdigit()}
 NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 
 
@@ -141,25 +155,29 @@ def valence_conflict(a: str, b: str) -> str | None:
 
     Negations are counted, not taken modulo 2: "is not X and is not Y" against "is X and is Y"
     differs by two negations and is still a conflict. A different value is a statement about the
-    same thing (half the words shared) with other numbers ("at 9:30" / "at 10:30"), or with one
+    same thing (half the content words shared) with other numbers ("at 9:30" / "at 10:30"), or with one
     name swapped for another in an otherwise equal sentence ("I live in Lisbon" / "I live in Porto").
     """
     if _negations(a) != _negations(b):
         return "negation"
-    ta, tb = words(a), words(b)
-    sa, sb = set(ta), set(tb)
+    sa, sb = set(words(a)), set(words(b))
     only_a, only_b = sa - sb, sb - sa
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
             return "antonym"
-    shared = len(sa & sb) / max(len(sa | sb), 1)
-    if shared < SHARED_FOR_VALUE:
+    # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
+    # in the statement nor what it is about
+    a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
+    va, vb = set(words(a)), set(words(b))
+    ma, mb = names(a), names(b)
+    ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
+    if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
         return None
     na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if na and nb and na != nb:
         return "different value"
-    ma, mb = names(a), names(b)
-    # a name the other side also uses, in any case or position (a vocative, a speaker), is no swap
-    if ma - sb and mb - sa and max(len(only_a), len(only_b)) <= NAME_SWAP_MAX_WORDS:
+    # a name the other side also uses anywhere, its speaker included ("Bye Nate!" said by Joanna, "Bye
+    # Joanna!" said by Nate), is no swap
+    if ma - sb and mb - sa and max(len(va - vb), len(vb - va)) <= NAME_SWAP_MAX_WORDS:
         return "different value"
     return None

@@ -29,6 +29,11 @@ from engram.merge import FactInfo, components, plan_merges, similar_pairs
     ("Alice moved to Lisbon with her sister Ana in May", "Alice moved to Porto in May after a long search",
      None),  # more than a slot differs
     ("The man is sitting on the bench", "The woman is sitting on the bench", None),  # dropped antonym pair
+    # about the same thing in other words: content words, not function words, decide
+    ("The team standup happens at 9:30 each weekday morning.", "Our standup is now at 10:30 every weekday morning.",
+     "different value"),
+    ("Joanna: Bye Nate!", "Nate: Bye Joanna!", None),  # vocatives of two speakers are no name swap
+    ("Caroline: Good to see you!", "Caroline: Lucky you!", None),  # a sentence start after a speaker is no name
     ("Mia is 7 years old", "The bus leaves at 8 from the station near the old mill", None),  # little overlap
 ])
 def test_valence_conflict(a: str, b: str, why: str | None) -> None:
