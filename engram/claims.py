@@ -36,7 +36,7 @@ GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope t
 ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
 QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
 PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
-FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|we|we're|we've|our|us)\b")
+FIRST_PERSON = {"i", "my", "me", "we", "our", "us"}  # also as the head of "i'm", "we've", ...
 FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yes|no|sure)\b[!,. ]*", re.I)
 
 
@@ -77,7 +77,7 @@ def self_containedness(text: str) -> float:
 
 def states_own_fact(sentence: str) -> bool:
     """Whether a sentence alone is worth a fact: fully self-contained and about the speaker ("I adopted a dog")."""
-    return self_containedness(sentence) >= 1.0 and bool(FIRST_PERSON.search(sentence.lower().replace("\u2019", "'")))
+    return self_containedness(sentence) >= 1.0 and any(t.split("'")[0] in FIRST_PERSON for t in words(sentence))
 
 
 def best_sentence(text: str, max_chars: int = 400) -> str:
@@ -98,10 +98,10 @@ def best_sentence(text: str, max_chars: int = 400) -> str:
 # hobby", "no matter what"): counted as negations they were most of the alarms between the turns of
 # one LoCoMo conversation (bench/QUALITY.md, contradiction section).
 NEGATION_IDIOMS = re.compile(
-    r"\b(?:can(?:'|\u2019)?t wait|cannot wait|no matter|not just|not only|no problem|no worries|no doubt"
-    r"|never mind|nothing but|(?:can|could)(?:'|\u2019)?t (?:believe|imagine|be happier|agree more)"
+    r"\b(?:can'?t wait|cannot wait|no matter|not just|not only|no problem|no worries|no doubt"
+    r"|never mind|nothing but|(?:can|could)'?t (?:believe|imagine|be happier|agree more)"
     r"|not bad|without a doubt|long time no see"
-    r"|(?:is|are|was|were|do|does|did|can|could|will|would)n(?:'|\u2019)?t (?:it|you|they|we|he|she|that|there)\?)"
+    r"|(?:is|are|was|were|do|does|did|can|could|will|would)n'?t (?:it|you|they|we|he|she|that|there)\?)"
 )
 
 
@@ -124,6 +124,7 @@ _NOT_NAMES = {
     "after", "before", "today", "yesterday", "tomorrow", "wow", "sure", "yeah", "great", "cool", "not",
 }
 SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common to be about the same thing
+NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 # Function words say nothing about what a statement is about: "The team standup happens at 9:30 each
 # weekday" and "Our standup is now at 10:30 every weekday" share most of their content words.
 STOPWORDS = _NOT_NAMES | {
@@ -137,7 +138,6 @@ STOPWORDS = _NOT_NAMES | {
 def _content(tokens: set[str], values: set[str]) -> set[str]:
     """Words that carry what a statement is about: no function words, no numbers or names (the values)."""
     return {t for t in tokens if t not in STOPWORDS and t not in values and not t[0].isdigit()}
-NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 
 
 def names(text: str) -> set[str]:
