@@ -232,7 +232,7 @@ def _rank(
         hit = _hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
                    float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j]))
         if near is not None:
-            if _is_update(hits[near], hit, kept, ids[j]):
+            if _is_update(hits[near], hit, kept):
                 # the later statement of the same thing with another value is the current one: it takes the slot
                 hit.score = hits[near].score
                 hits[near] = hit
@@ -249,9 +249,9 @@ def _stated_at(row: dict[str, Any]) -> datetime | None:
     return row.get("valid_from") or row.get("created_at")
 
 
-def _is_update(shown: Hit, candidate: Hit, rows: dict[str, dict[str, Any]], candidate_id: str) -> bool:
+def _is_update(shown: Hit, candidate: Hit, rows: dict[str, dict[str, Any]]) -> bool:
     """Whether `candidate` restates `shown` with a different value, later (a knowledge update)."""
-    later, earlier = _stated_at(rows[candidate_id]), _stated_at(rows[shown.id])
+    later, earlier = _stated_at(rows[candidate.id]), _stated_at(rows[shown.id])
     if later is None or earlier is None or later <= earlier:
         return False
     return valence_conflict(shown.text, candidate.text) == "different value"
