@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -186,10 +187,51 @@ def validate_record(
         pipeline=check("pipeline", _optional_str, "pipeline"),
         metadata=_metadata_json(metadata),
     )
-    row["id"] = check("id", _optional_str, "id") or stable_id(
-        "ep", user_id, chash, created_at.isoformat()
-    )
+    given_id = check("id", _optional_str, "id")
+    row["id_given"] = given_id is not None
+    row["id"] = given_id or episode_id(row)
     return row
+
+
+def episode_id(row: Mapping[str, Any]) -> str:
+    """The id of a record given without one: its natural key (tenant, session, role, time, content hash)."""
+    return stable_id(
+        "ep", row["user_id"], row["session_id"] or "", row["role"] or "", row["created_at"].isoformat(),
+        row["content_hash"],
+    )
+
+
+def natural_key(row: Mapping[str, Any]) -> tuple:
+    """The record's session, role, time and content: a record given twice without an id is a retry."""
+    return (row["user_id"], row["session_id"], row["role"], row["created_at"], row["content_hash"])
+
+
+def record_key(row: Mapping[str, Any]) -> tuple:
+    """What makes two records the same record: the explicit id, else the natural key."""
+    return (row["user_id"], "id", row["id"]) if row["id_given"] else natural_key(row)
+
+
+class _IngestClock:
+    """Hands out strictly increasing timestamps, so records without created_at keep their order.
+
+    Process-wide on purpose: two add_episodes calls in the same microsecond must not stamp a
+    user turn and its retry-free successor with the same time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = datetime.min
+
+    def stamps(self, n: int) -> list[datetime]:
+        with self._lock:
+            start = max(datetime.now(UTC).replace(tzinfo=None), self._last + timedelta(microseconds=1))
+            out = [start + timedelta(microseconds=i) for i in range(n)]
+            if out:
+                self._last = out[-1]
+        return out
+
+
+INGEST_CLOCK = _IngestClock()
 
 
 def _metadata_json(metadata: dict[str, Any] | None) -> str | None:
@@ -230,6 +272,7 @@ EPISODE_SCHEMA = pa.schema(
         ("embedding", pa.list_(pa.float32())), ("embedding_model", pa.string()),
         ("embedding_dim", pa.int32()), ("status", pa.string()), ("is_summary", pa.bool_()),
         ("summary_of", pa.list_(pa.string())), ("pipeline", pa.string()), ("metadata", pa.string()),
+        ("id_given", pa.bool_()),
     ]
 )
 
@@ -251,20 +294,23 @@ def add_episodes(
     Precomputed `embeddings` (one row per record, the active dimension) make rows active at once.
     Rows without created_at are stamped now, unless require_created_at (file ingest) rejects them.
     """
-    now = datetime.now(UTC).replace(tzinfo=None)
     records = list(records)
+    stamps = INGEST_CLOCK.stamps(len(records))
     result = IngestResult(received=len(records))
     good: list[dict[str, Any]] = []
     good_index: list[int] = []
+    good_numbers: list[int] = []
     numbers = line_numbers or list(range(1, len(records) + 1))
     for i, (number, raw) in enumerate(zip(numbers, records, strict=True)):
         try:
             good.append(
-                validate_record(raw, now, default_user=user_id, require_created_at=require_created_at)
+                validate_record(raw, stamps[i], default_user=user_id, require_created_at=require_created_at)
             )
             good_index.append(i)
+            good_numbers.append(number)
         except _FieldError as exc:
             result.invalid.append(RowError(number, exc.field_name, exc.reason))
+    result.invalid.extend(_id_conflicts_in_batch(good, good_numbers))
     if result.invalid and not skip_invalid:
         raise IngestRejected(result.invalid)
     vectors = _check_embeddings(embeddings, len(records), settings, embedding_model)
@@ -276,16 +322,28 @@ def add_episodes(
                 embedding=vectors[pos].tolist(), embedding_model=embedding_model,
                 embedding_dim=vectors.shape[1], status="active",
             )
-    table = pa.Table.from_pylist(good, schema=EPISODE_SCHEMA)
+    bad_lines = {e.line for e in result.invalid}
+    kept = [(n, r) for n, r in zip(good_numbers, good, strict=True) if n not in bad_lines]
     if con is None:
         with db.open_store(settings) as own:
-            inserted = _insert(own, table)
+            result.ids = _insert(own, kept, skip_invalid, result)
     else:
-        inserted = _insert(con, table)
-    result.inserted = inserted
-    result.duplicates = len(good) - inserted
-    result.ids = [r["id"] for r in good]
+        result.ids = _insert(con, kept, skip_invalid, result)
+    result.duplicates = len(result.ids) - result.inserted
     return result
+
+
+def _id_conflicts_in_batch(rows: list[dict[str, Any]], numbers: list[int]) -> list[RowError]:
+    """Rows that reuse an explicit id of an earlier row of the batch for different content."""
+    first: dict[tuple, str] = {}
+    errors: list[RowError] = []
+    for number, row in zip(numbers, rows, strict=True):
+        if not row["id_given"]:
+            continue
+        key = record_key(row)
+        if first.setdefault(key, row["content_hash"]) != row["content_hash"]:
+            errors.append(RowError(number, "id", f"{row['id']!r} is given twice with different content"))
+    return errors
 
 
 def _check_embeddings(
@@ -301,12 +359,46 @@ def _check_embeddings(
     return arr
 
 
-def _insert(con: db.Connection, table: pa.Table) -> int:
-    with db.transaction(con), db.registered(con, "incoming_episodes", table):
+def _insert(
+    con: db.Connection, numbered: list[tuple[int, dict[str, Any]]], skip_invalid: bool, result: IngestResult
+) -> list[str]:
+    """Append the batch's distinct records in one transaction; return each record's stored id.
+
+    A record without an id repeats an earlier one (in the batch or the store) with the same natural
+    key. A record whose explicit id is already stored for other content is a row error (the batch
+    is rejected unless skip_invalid, then that row is skipped and gets no id).
+    """
+    unique: dict[tuple, dict[str, Any]] = {}
+    by_natural: dict[tuple, tuple] = {}
+    keys: list[tuple] = []
+    for _, row in numbered:
+        key = record_key(row)
+        if not row["id_given"]:
+            key = by_natural.get(key, key)
+        unique.setdefault(key, row)
+        by_natural.setdefault(natural_key(row), key)
+        keys.append(key)
+    table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
+    # registered outside the transaction: unregistering inside an aborted one would mask the error
+    with db.registered(con, "incoming_episodes", table), db.transaction(con):
+        conflicts = {i for (i,) in db.rows(con, "queries/episode_id_conflicts")}
+        if conflicts:
+            errors = [RowError(n, "id", f"{r['id']!r} is already stored with different content")
+                      for n, r in numbered if r["id_given"] and r["id"] in conflicts]
+            if not skip_invalid:
+                raise IngestRejected(errors)
+            result.invalid.extend(errors)
         before = db.rows(con, "queries/count_episodes")[0][0]
         db.execute(con, "queries/insert_episodes")
         after = db.rows(con, "queries/count_episodes")[0][0]
-    return after - before
+        renamed = dict(db.rows(con, "queries/episode_ids_stored_under_other_id"))
+    result.inserted = after - before
+    ids: list[str] = []
+    for key in keys:
+        row = unique[key]
+        if not (row["id_given"] and row["id"] in conflicts):
+            ids.append(renamed.get(row["id"], row["id"]))
+    return ids
 
 
 def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[Any]]:

@@ -119,6 +119,7 @@ def add_episodes_routed(records: Iterable[Mapping[str, Any]], settings: Settings
         raise IngestRejected(invalid)
     embeddings = kwargs.pop("embeddings", None)
     total = IngestResult(received=len(records), invalid=invalid)
+    ids_by_line: dict[int, str] = {}
     for k in sorted(groups):
         idx = groups[k]
         part = add_episodes(
@@ -127,7 +128,10 @@ def add_episodes_routed(records: Iterable[Mapping[str, Any]], settings: Settings
         )
         total.inserted += part.inserted
         total.duplicates += part.duplicates
-        total.ids.extend(part.ids)
+        total.invalid.extend(part.invalid)
+        rejected = {e.line for e in part.invalid}
+        ids_by_line.update(zip([numbers[i] for i in idx if numbers[i] not in rejected], part.ids, strict=True))
+    total.ids = [ids_by_line[n] for n in numbers if n in ids_by_line]  # the input's order
     log.info("ingest routed %d row(s) to %d shard(s)", len(records) - len(invalid), len(groups))
     return total
 

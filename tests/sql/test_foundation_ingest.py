@@ -191,29 +191,42 @@ def test_reingesting_the_same_file_adds_nothing(tmp_path: Path, settings: Settin
     assert _episodes(con) == before
 
 
-def test_same_id_is_a_duplicate_even_with_other_content(settings: Settings, con: db.Connection) -> None:
+def test_same_id_with_other_content_is_rejected_and_keeps_the_stored_row(
+    settings: Settings, con: db.Connection
+) -> None:
     add_episodes([{"id": "e1", "user_id": "u", "content": "first", "created_at": "2024-01-01"}], settings, con=con)
-    r = add_episodes([{"id": "e1", "user_id": "u", "content": "second", "created_at": "2024-01-02"}], settings, con=con)
-    assert (r.inserted, r.duplicates) == (0, 1)
+    with pytest.raises(IngestRejected, match="line 1: id: 'e1' is already stored with different content"):
+        add_episodes([{"id": "e1", "user_id": "u", "content": "second", "created_at": "2024-01-02"},
+                      {"user_id": "u", "content": "third", "created_at": "2024-01-03"}], settings, con=con)
     assert [e["content"] for e in _episodes(con)] == ["first"]
+    skipped = add_episodes([{"id": "e1", "user_id": "u", "content": "second", "created_at": "2024-01-02"},
+                            {"user_id": "u", "content": "third", "created_at": "2024-01-03"}],
+                           settings, con=con, skip_invalid=True)
+    assert (skipped.inserted, len(skipped.ids), [str(e) for e in skipped.invalid]) == (
+        1, 1, ["line 1: id: 'e1' is already stored with different content"])
+    assert [e["content"] for e in _episodes(con)] == ["first", "third"]
 
 
-def test_same_user_hash_and_time_is_a_duplicate_under_another_id(settings: Settings, con: db.Connection) -> None:
+def test_same_text_and_time_is_one_record_only_without_an_explicit_id(
+    settings: Settings, con: db.Connection
+) -> None:
     add_episodes([{"id": "a", "user_id": "u", "content": "Same  Text", "created_at": "2024-01-01"}], settings, con=con)
-    r = add_episodes([{"id": "b", "user_id": "u", "content": "same text", "created_at": "2024-01-01"}], settings, con=con)
-    assert (r.inserted, r.duplicates) == (0, 1)
+    retry = add_episodes([{"user_id": "u", "content": "same text", "created_at": "2024-01-01"}], settings, con=con)
+    assert (retry.inserted, retry.duplicates, retry.ids) == (0, 1, ["a"])
+    other_id = add_episodes([{"id": "b", "user_id": "u", "content": "same text", "created_at": "2024-01-01"}],
+                            settings, con=con)
     other_time = add_episodes(
         [{"id": "c", "user_id": "u", "content": "same text", "created_at": "2024-01-02"}], settings, con=con)
     other_user = add_episodes(
         [{"id": "a", "user_id": "v", "content": "same text", "created_at": "2024-01-01"}], settings, con=con)
-    assert (other_time.inserted, other_user.inserted) == (1, 1)
-    assert sorted((e["user_id"], e["id"]) for e in _episodes(con)) == [("u", "a"), ("u", "c"), ("v", "a")]
+    assert (other_id.inserted, other_time.inserted, other_user.inserted) == (1, 1, 1)
+    assert sorted((e["user_id"], e["id"]) for e in _episodes(con)) == [("u", "a"), ("u", "b"), ("u", "c"), ("v", "a")]
 
 
 def test_duplicates_within_one_file_are_inserted_once(tmp_path: Path, settings: Settings, con: db.Connection) -> None:
     rows = [
         {"id": "x", "user_id": "u", "content": "one", "created_at": "2024-01-01"},
-        {"id": "x", "user_id": "u", "content": "one again", "created_at": "2024-01-02"},
+        {"id": "x", "user_id": "u", "content": "one", "created_at": "2024-01-01"},
         {"user_id": "u", "content": "two", "created_at": "2024-01-03"},
         {"user_id": "u", "content": "TWO ", "created_at": "2024-01-03"},
         {"user_id": "u", "content": "two", "created_at": "2024-01-03"},
