@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engram import archive, db
-from engram.archive_files import BATCH_ROWS, verify
+from engram.archive import ops as archive
+from engram.archive.files import BATCH_ROWS, verify
 from engram.settings import load_settings
+from engram.store import db
 
 DIM = 384
 USER = "bench-user"

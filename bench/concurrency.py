@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.consolidate import SyntheticEmbedder, build_store
-from engram import consolidate
+from engram.consolidate import stages as consolidate
 from engram.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +33,8 @@ REPORT = Path(__file__).resolve().parent / "CONCURRENCY.md"
 LOOP = """
 import json, sys, time
 from datetime import datetime, timedelta
-from engram import db
-from engram.ingest import add_episodes
+from engram.store import db
+from engram.store.ingest import add_episodes
 from engram.settings import load_settings
 import os
 mode, path, seconds, stop = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]

@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from engram import consolidate, db
-from engram.merge import similar_pairs
+from engram.consolidate import stages as consolidate
+from engram.consolidate.merge_plan import similar_pairs
 from engram.settings import load_settings
+from engram.store import db
 
 DIM = 384
 MODEL = "bench-synthetic-384"

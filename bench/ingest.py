@@ -26,11 +26,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from engram import db
-from engram.embed import HashEmbedder, MiniLMEmbedder
-from engram.embedding_queue import drain
-from engram.ingest import EPISODE_SCHEMA, add_episodes, validate_record
+from engram.embed.models import HashEmbedder, MiniLMEmbedder
+from engram.embed.queue import drain
 from engram.settings import load_settings
+from engram.store import db
+from engram.store.ingest import EPISODE_SCHEMA, add_episodes, validate_record
 
 REPORT = Path(__file__).resolve().parent / "INGEST.md"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"

@@ -8,8 +8,8 @@ contradictions of some of them, and one-off events. No network: a counting fake 
 (the rule-based responder) and tokens are estimated the same way (characters / 4) for both designs.
 
 Nightly: each night's episodes are ingested, then the real stages run (embed, extract, confidence,
-merge); the clusters the extract stage found go to engram.extraction_llm in batched requests, and
-the queued reviews go to engram.resolve in batched requests.
+merge); the clusters the extract stage found go to engram.consolidate.llm_extract in batched requests, and
+the queued reviews go to engram.consolidate.resolve in batched requests.
 Write-time (the mem0 paper's design): every add makes one extraction call (the new message with the
 previous 10 messages as context) and one update call (each extracted fact with the 10 most similar
 stored memories), both built with the same prompt builders as the nightly path.
@@ -30,17 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from engram import consolidate, db, embed
-from engram.extraction_llm import ClusterInput, ExtractionReply, extract_facts
-from engram.extraction_llm import build_prompt as extraction_prompt
-from engram.ingest import add_episodes
-from engram.llm import FakeLLM
-from engram.llm_fake_rules import rule_based_responder
-from engram.llm_gemini import estimate_cost
-from engram.resolve import resolve_pending
-from engram.review_decisions import MergeReply
-from engram.review_decisions import build_prompt as review_prompt
+from engram import embed
+from engram.consolidate import stages as consolidate
+from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
+from engram.consolidate.llm_extract import build_prompt as extraction_prompt
+from engram.consolidate.resolve import resolve_pending
+from engram.consolidate.review_prompts import MergeReply
+from engram.consolidate.review_prompts import build_prompt as review_prompt
+from engram.llm.fake import FakeLLM
+from engram.llm.fake_rules import rule_based_responder
+from engram.llm.gemini import estimate_cost
 from engram.settings import load_settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 REPORT = Path(__file__).resolve().parent / "LLM_CALLS.md"
 START = datetime(2026, 10, 1, 8, 0)

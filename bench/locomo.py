@@ -2,7 +2,7 @@
 
     python -m bench.locomo [--data ../shared/data/locomo/locomo_dev.json] [--embedder minilm]
 
-Each turn becomes an episode (engram.locomo), embedded once with the chosen embedder into a
+Each turn becomes an episode (engram.store.locomo), embedded once with the chosen embedder into a
 temporary store; every question is asked through engram.query.search_memory with each method.
 The lexical baseline (BM25 over "speaker: text", plain tokens) is measured in the same run.
 """
@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from engram import embed as embedders
-from engram.ingest import add_episodes
-from engram.locomo import locomo_records
 from engram.query.lexical import BM25
 from engram.query.search import search_memory
 from engram.query.vector_index import CACHE
 from engram.settings import load_settings
+from engram.store.ingest import add_episodes
+from engram.store.locomo import locomo_records
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

@@ -73,8 +73,13 @@ def make_embedder(name: str, cache: bool) -> CachedEmbedder:
 def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cache: bool = True,
         only: tuple[str, ...] = EVALUATIONS, progress: Any = print, llm: str = "none") -> dict[str, Any]:
     """Every chosen evaluation; the result dict that QUALITY.md and quality.json are written from."""
-    from bench import quality_contradiction, quality_dedupe, quality_extraction, quality_knowledge_update
-    from bench import quality_retrieval
+    from bench import (
+        quality_contradiction,
+        quality_dedupe,
+        quality_extraction,
+        quality_knowledge_update,
+        quality_retrieval,
+    )
     from engram.settings import load_settings
 
     missing = [str(p) for k, p in paths.items() if _needed(k, only) and not p.exists()]

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from bench import metrics
 from bench.quality_data import Pair, load_nli_binary, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
-from engram import metrics
-from engram.claims import ANTONYMS, valence_conflict, words
+from engram.text.sentences import ANTONYMS, valence_conflict, words
 
 THRESHOLDS = np.round(np.concatenate([[-1.0], np.arange(0.30, 0.991, 0.01)]), 2)
 
@@ -79,8 +79,8 @@ def conversation_alarms(embedder: CachedEmbedder, locomo: Path, max_conversation
     contradict themselves, so what fires here is (nearly all) false alarms: the cost side of a low
     threshold. Turns are taken as the extractive stage states them ("speaker: best sentence").
     """
-    from engram.claims import best_sentence
-    from engram.locomo import locomo_records
+    from engram.store.locomo import locomo_records
+    from engram.text.sentences import best_sentence
 
     by_user: dict[str, list[str]] = {}
     for r in locomo_records(locomo):

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from bench import metrics
 from bench.quality_data import Pair, load_msrp, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
-from engram import metrics
-from engram.claims import valence_conflict
-from engram.textnorm import content_hash
+from engram.text.normalize import content_hash
+from engram.text.sentences import valence_conflict
 
 THRESHOLDS = np.round(np.arange(0.50, 0.991, 0.01), 2)
 MERGE_PRECISION = 0.9  # the precision a merge decision should have on train (a wrong merge hides a fact)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engram.embed import Embedder
+from engram.embed.models import Embedder
 
 
 class CachedEmbedder:

@@ -16,11 +16,19 @@ from typing import Any
 
 import numpy as np
 
+from bench import metrics
 from bench.quality_data import by_sample, load_locomo_observations, load_spc
 from bench.quality_embed import CachedEmbedder
-from bench.quality_store import Store, consolidate_tenant, cosine_matrix, fact_sources, fact_table, ingest, open_temp_store
-from engram import metrics
-from engram.claims import best_sentence
+from bench.quality_store import (
+    Store,
+    consolidate_tenant,
+    cosine_matrix,
+    fact_sources,
+    fact_table,
+    ingest,
+    open_temp_store,
+)
+from engram.text.sentences import best_sentence
 
 MATCH_THRESHOLD = 0.6
 SWEEP = np.round(np.arange(0.40, 0.91, 0.05), 2)
@@ -97,7 +105,7 @@ def run_spc(embedder: CachedEmbedder, path: Path, as_of: datetime, conversations
 
 def run_locomo(embedder: CachedEmbedder, store: Store, data: Path, users: list[str]) -> dict[str, Any]:
     """LoCoMo observations against the facts already consolidated in the retrieval store."""
-    from engram.locomo import locomo_records
+    from engram.store.locomo import locomo_records
 
     obs = by_sample(load_locomo_observations(data))
     turns: dict[str, list[dict[str, Any]]] = {}

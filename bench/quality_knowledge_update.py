@@ -19,10 +19,16 @@ import numpy as np
 from bench.locomo import plain_tokens
 from bench.quality_data import TemporalQuestion, answer_at, load_situatedqa
 from bench.quality_embed import CachedEmbedder
-from bench.quality_store import consolidate_tenant, fact_sources, fact_table, ingest, open_temp_store
-from engram import db
+from bench.quality_store import (
+    consolidate_tenant,
+    fact_sources,
+    fact_table,
+    ingest,
+    open_temp_store,
+)
 from engram.query.lexical import BM25
 from engram.query.search import search_memory
+from engram.store import db
 
 USER = "situatedqa"
 

@@ -19,14 +19,22 @@ from typing import Any
 
 import numpy as np
 
+from bench import metrics
 from bench.locomo import CATEGORIES, evidence_ids, plain_tokens
 from bench.quality_embed import CachedEmbedder
-from bench.quality_store import Store, consolidate_tenant, fact_sources, fact_table, ingest, open_temp_store
-from engram import db, metrics
-from engram.confidence import decayed
-from engram.locomo import locomo_records
+from bench.quality_store import (
+    Store,
+    consolidate_tenant,
+    fact_sources,
+    fact_table,
+    ingest,
+    open_temp_store,
+)
+from engram.consolidate.scoring import decayed
 from engram.query.lexical import BM25
 from engram.query.search import search_memory
+from engram.store import db
+from engram.store.locomo import locomo_records
 
 KMAX = 10
 METHODS = ("baseline-bm25", "episodes", "facts", "both")

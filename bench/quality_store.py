@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from bench.quality_embed import CachedEmbedder
-from engram import consolidate, db
-from engram.ingest import add_episodes
+from engram.consolidate import stages as consolidate
 from engram.query.vector_index import CACHE
 from engram.settings import Settings, load_settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 
 @dataclass

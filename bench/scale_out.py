@@ -37,7 +37,7 @@ def _env(db_path: Path, shards: int, dask_address: str | None = None) -> None:
 
 def _seed(db_path: Path, shards: int, n_tenants: int) -> int:
     from engram.settings import load_settings
-    from engram.sharding import add_episodes_routed
+    from engram.store.sharding import add_episodes_routed
     from tests.sharding_seed import episodes
 
     _env(db_path, shards)
@@ -68,7 +68,7 @@ def dask_cluster(workers: int, workdir: Path) -> Iterator[str]:
         with Client(address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
             # warm the workers' imports (prefect, engram, hdbscan) so the timing is the run, not start-up
-            client.run(lambda: __import__("flows.sharded") and None)
+            client.run(lambda: __import__("engram.flows.sharded") and None)
         yield address
     finally:
         for p in reversed(procs):
@@ -81,7 +81,7 @@ def dask_cluster(workers: int, workdir: Path) -> Iterator[str]:
 
 
 def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str | None = None) -> tuple[float, int]:
-    from flows.nightly import nightly_consolidation
+    from engram.flows.nightly import nightly_consolidation
 
     _env(db_path, shards, dask_address)
     t0 = time.perf_counter()
@@ -91,10 +91,10 @@ def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str |
 
 def _per_tenant_cost(work: Path, n_tenants: int, as_of: datetime) -> dict[str, float]:
     """Seconds per tenant without Prefect: one shard, tenants in sequence, store held open or not."""
-    from engram.consolidate import STAGES
-    from engram.runs import make_run_id
+    from engram.consolidate.stages import STAGES
     from engram.settings import load_settings
-    from engram.sharding import consolidate_shard
+    from engram.store.runs import make_run_id
+    from engram.store.sharding import consolidate_shard
 
     out = {}
     for hold in (False, True):

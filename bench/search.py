@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from engram import db
 from engram.query import vector_index
 from engram.query.search import search_memory
 from engram.query.vector_index import CACHE
 from engram.settings import load_settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.text.normalize import content_hash
 
 DIM = 384
 USER = "bench"

@@ -16,17 +16,17 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 from prefect import serve  # noqa: E402
 from prefect.schedules import Cron  # noqa: E402
 
+from engram.flows.nightly import nightly_consolidation  # noqa: E402
 from engram.settings import load_settings  # noqa: E402
-from flows.nightly import nightly_consolidation  # noqa: E402
 
 # (module, flow attribute, deployment name): manual deployments, parameters set in the UI
 MANUAL_FLOWS = [
-    ("flows.maintenance", "list_removal_candidates_flow", "list-removal-candidates"),
-    ("flows.maintenance", "export_removals_flow", "export-removals"),
-    ("flows.maintenance", "finalize_removal_flow", "finalize-removal"),
-    ("flows.maintenance", "restore_flow", "restore"),
-    ("flows.maintenance", "mark_removal_flow", "mark-removal"),
-    ("flows.maintenance", "archive_retention_flow", "archive-retention"),
+    ("engram.flows.maintenance", "list_removal_candidates_flow", "list-removal-candidates"),
+    ("engram.flows.maintenance", "export_removals_flow", "export-removals"),
+    ("engram.flows.maintenance", "finalize_removal_flow", "finalize-removal"),
+    ("engram.flows.maintenance", "restore_flow", "restore"),
+    ("engram.flows.maintenance", "mark_removal_flow", "mark-removal"),
+    ("engram.flows.maintenance", "archive_retention_flow", "archive-retention"),
 ]
 
 

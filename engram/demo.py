@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engram import db, embed
-from engram.embedding_queue import drain
-from engram.ingest import add_episodes, read_records
-from engram.report import run_report_markdown
+from engram import embed
+from engram.consolidate.report import run_report_markdown
+from engram.embed.queue import drain
 from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import add_episodes, read_records
 
 DEMO_USER = "demo"
 

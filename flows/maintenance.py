@@ -9,9 +9,9 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from engram.archive import new_run_id, utc_naive
+from engram.archive.ops import new_run_id, utc_naive
 from engram.settings import load_settings
-from tasks import archive as t
+from engram.tasks import archive as t
 
 
 def _report(operation: str, result: Any) -> None:

@@ -6,14 +6,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from engram.consolidate import choose_stages, tenants_with_work
-from engram.report import run_report_markdown, utc_naive
-from engram.runs import LeaseHeld, make_run_id, tenant_lease
+from engram.consolidate.report import utc_naive
+from engram.consolidate.stages import choose_stages, tenants_with_work
+from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import load_settings
-from engram.sharding import settings_for_tenant
-from tasks import consolidate as t
+from engram.store.runs import LeaseHeld, make_run_id, tenant_lease
+from engram.store.sharding import settings_for_tenant
+from engram.tasks import consolidate as t
 
 STAGE_TASKS = {
     "embed": t.embed_pending,
@@ -40,7 +40,9 @@ def nightly_consolidation(
     as_of = utc_naive(as_of or datetime.now(UTC))
     chosen = choose_stages(stages)
     if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):
-        from flows.sharded import run_sharded_nightly  # one task per shard file (engram/sharding.py)
+        from engram.flows.sharded import (
+            run_sharded_nightly,  # one task per shard file (engram/sharding.py)
+        )
 
         return run_sharded_nightly(settings, as_of=as_of, dry_run=dry_run, stages=chosen)
     run_id = make_run_id(as_of)
@@ -57,24 +59,8 @@ def nightly_consolidation(
         except LeaseHeld as exc:
             logger.warning("skipped tenant %s: %s", tenant, exc)
             results[tenant] = {"skipped": str(exc)}
-    _publish_artifacts(run_id, as_of, dry_run, results)
+    publish_run_artifacts(run_id, as_of, dry_run, results)
     return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
-
-
-def _publish_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any]) -> None:
-    key = run_id.lower().replace("_", "-")
-    create_markdown_artifact(
-        key=f"report-{key}"[:100],
-        markdown=run_report_markdown(run_id, as_of, dry_run, results),
-        description=f"nightly consolidation {run_id}",
-    )
-    rows = [
-        {"user_id": tenant, **change}
-        for tenant, stages in results.items()
-        for change in (stages.get("publish") or {}).get("changes", [])
-    ]
-    if rows:
-        create_table_artifact(key=f"changes-{key}"[:100], table=rows, description="facts changed by this run")
 
 
 if __name__ == "__main__":

@@ -8,13 +8,13 @@ from typing import Any
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from engram.consolidate import choose_stages
+from engram.consolidate.report import utc_naive
+from engram.consolidate.stages import choose_stages
 from engram.errors import InvalidInput
-from engram.report import utc_naive
-from engram.runs import make_run_id
+from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
-from flows.nightly import _publish_artifacts
-from tasks.sharded import consolidate_shard
+from engram.store.runs import make_run_id
+from engram.tasks.sharded import consolidate_shard
 
 
 def task_runner_for(settings: Settings) -> TaskRunner:
@@ -51,7 +51,7 @@ def sharded_nightly(
     for future in futures:
         results.update(future.result())
     results = dict(sorted(results.items()))
-    _publish_artifacts(run_id, as_of, dry_run, results)
+    publish_run_artifacts(run_id, as_of, dry_run, results)
     return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "shards": picked, "tenants": results}
 
 

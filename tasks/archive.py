@@ -1,4 +1,4 @@
-"""Prefect tasks for the archive: thin wrappers over engram.archive (each opens its own connections)."""
+"""Prefect tasks for the archive: thin wrappers over engram.archive.ops (each opens its own connections)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from engram import archive
+from engram.archive import ops as archive
 from engram.settings import Settings
 
 

@@ -8,7 +8,9 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from engram import consolidate, embed, llm as llms
+from engram import embed
+from engram import llm as llms
+from engram.consolidate import stages as consolidate
 from engram.settings import Settings
 
 
@@ -57,7 +59,7 @@ def resolve_reviews(settings: Settings, user_id: str, run_id: str, as_of: dateti
 @task(name="archive-retired", retries=1, cache_policy=NO_CACHE)
 def archive_retired(settings: Settings, user_id: str, run_id: str, as_of: datetime, dry_run: bool) -> dict[str, Any]:
     """Export retired rows past retention to verified parquet, then remove them from the live store."""
-    from engram.archive import archive_due
+    from engram.archive.ops import archive_due
 
     return archive_due(settings, user_id, as_of, run_id, dry_run=dry_run)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from engram import db
-from engram.embed import HashEmbedder
-from engram.ingest import add_episodes
+from engram.embed.models import HashEmbedder
 from engram.settings import Settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.store.ingest import add_episodes
+from engram.text.normalize import content_hash
 
 AS_OF = datetime(2026, 3, 1, 3, 0, 0)
 USER, OTHER = "u1", "u/2 odd"  # the second tenant id needs escaping in a hive path

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engram import db
 from engram.settings import Settings, load_settings
+from engram.store import db
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """A seeded tenant for consolidation tests: duplicates, a contradiction, a stale fact, support.
 
 Expected values are computed here from the documented formulas with plain math, independently
-of engram.confidence, so a wrong implementation cannot agree with itself.
+of engram.consolidate.scoring, so a wrong implementation cannot agree with itself.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 
 import pyarrow as pa
 
-from engram import db
-from engram.embed import HashEmbedder
-from engram.ingest import add_episodes
+from engram.embed.models import HashEmbedder
 from engram.settings import Settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.store.ingest import add_episodes
+from engram.text.normalize import content_hash
 
 AS_OF = datetime(2026, 3, 1, 3, 0, 0)
 USER = "u1"

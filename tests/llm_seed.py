@@ -7,9 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from engram import db, fact_ops
-from engram.resolve import queue_contradiction
-from engram.textnorm import content_hash, stable_id
+from engram.consolidate.resolve import queue_contradiction
+from engram.store import db, fact_ops
+from engram.text.normalize import content_hash, stable_id
 
 NOW = datetime(2026, 11, 20, 3, 0, 0)
 QUEUED_RUN = "run-queued"

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engram import db
-from engram.embed import HashEmbedder
-from engram.ingest import add_episodes
-from engram.textnorm import content_hash
+from engram.embed.models import HashEmbedder
+from engram.store import db
+from engram.store.ingest import add_episodes
+from engram.text.normalize import content_hash
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 

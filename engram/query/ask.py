@@ -10,16 +10,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engram import db
-from engram.query import candidates
 from engram.errors import FeatureDisabled
+from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_text, utcnow
 from engram.query.lexical import tokenize
 from engram.query.search import search_memory
 from engram.query.tokens import count_tokens
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
-from engram.textnorm import normalize
+from engram.store import db
+from engram.text.normalize import normalize
 
 log = logging.getLogger(__name__)
 

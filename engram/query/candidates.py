@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engram import db
 from engram.errors import StoreError
+from engram.store import db
 
 # The column order of each candidate query (rows come back as tuples: cheaper than a DataFrame).
 COLUMNS = {

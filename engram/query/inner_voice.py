@@ -8,14 +8,20 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel
 
-from engram import db
 from engram.errors import EngramError, FeatureDisabled, LLMError
-from engram.ingest import EPISODE_SCHEMA, validate_record
 from engram.query import candidates
-from engram.query.common import embed_query, require_int, require_text, require_unit, utcnow
+from engram.query.common import (
+    embed_query,
+    require_int,
+    require_text,
+    require_unit,
+    utcnow,
+)
 from engram.query.snippets import cut_at_sentence
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import EPISODE_SCHEMA, validate_record
 
 log = logging.getLogger(__name__)
 
@@ -162,16 +168,16 @@ def embed_query_vector(embedder: Any, text: str) -> list[float]:
 
 def _extract(sources: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     try:
-        from engram.kg_extract import extract_candidates
+        from engram.thoughtdb.kg_extract import extract_candidates
     except ImportError as exc:  # the extractor ships with engram; this guards partial installs
-        raise EngramError("stage_kg needs engram.kg_extract") from exc
+        raise EngramError("stage_kg needs engram.thoughtdb.kg_extract") from exc
     return [(s["thought_id"], extract_candidates(s["_text"])) for s in sources]
 
 
 def _stage(con, user_id: str, extraction: list[tuple[str, Any]], max_nodes: int, max_edges: int,
            confidence_min: float) -> dict[str, int]:
     """Stage candidates of each source thought, the caps shared across all sources."""
-    from engram.kg_extract import stage_candidates
+    from engram.thoughtdb.kg_extract import stage_candidates
 
     nodes_left, edges_left = max_nodes, max_edges
     total_nodes = total_edges = 0

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engram import db
 from engram.errors import InvalidInput
 from engram.query.common import require_int, require_text, utcnow
 from engram.query.search import Hit, search_memory
 from engram.query.tokens import count_tokens, truncate_to_tokens
 from engram.settings import Settings
+from engram.store import db
 
 PREFETCH_TURNS = 3      # the last N turns form the prefetch query
 PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)

@@ -9,14 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from engram import db
 from engram.errors import EngramError, FeatureDisabled, StoreError
 from engram.query import candidates
-from engram.query.common import embed_query, require_int, require_tags, require_text, require_unit, utcnow
+from engram.query.common import (
+    embed_query,
+    require_int,
+    require_tags,
+    require_text,
+    require_unit,
+    utcnow,
+)
 from engram.query.snippets import cut_at_sentence, trust_tier
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.text.normalize import content_hash
 
 SOURCE_TYPE = {"facts": "kg_observation", "kg_entities": "kg_entity", "episodes": "thought"}
 KG_TABLES = ("facts", "kg_entities")

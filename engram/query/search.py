@@ -9,16 +9,22 @@ from typing import Any
 
 import numpy as np
 
-from engram import db
-from engram.claims import valence_conflict
 from engram.errors import InvalidInput
 from engram.query import candidates
 from engram.query.common import (
-    as_naive_utc, embed_query, recency, require_int, require_tags, require_text, utcnow,
+    as_naive_utc,
+    embed_query,
+    recency,
+    require_int,
+    require_tags,
+    require_text,
+    utcnow,
 )
 from engram.query.vector_index import CACHE, TableIndex
 from engram.settings import Settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.text.normalize import content_hash
+from engram.text.sentences import valence_conflict
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from engram.embed import VOCAB_PATH
+from engram.embed.models import VOCAB_PATH
 
 
 @cache

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engram import db
 from engram.query.lexical import BM25, tokenize
+from engram.store import db
 
 log = logging.getLogger(__name__)
 

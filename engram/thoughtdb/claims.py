@@ -1,6 +1,6 @@
 """Claims: facts rows seen through the Thought DB. Append-only updates: supersede, same_as, retract.
 
-Every change goes through engram.fact_ops (one fact_events row each) and runs as one transaction.
+Every change goes through engram.store.fact_ops (one fact_events row each) and runs as one transaction.
 Hand-made changes carry run_id 'manual-<timestamp>'.
 """
 
@@ -11,10 +11,10 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from engram import db
 from engram.errors import InvalidInput
-from engram.fact_ops import FactChange, apply_changes
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.store.fact_ops import FactChange, apply_changes
+from engram.text.normalize import content_hash
 from engram.thoughtdb.common import (
     CLAIM_TYPES,
     as_naive_utc,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from engram import db
 from engram.errors import InvalidInput
-from engram.textnorm import stable_id
+from engram.store import db
+from engram.text.normalize import stable_id
 
 CLAIM_TYPES = ("fact", "preference", "assumption", "goal")
 NODE_TYPES = ("Decision", "Action", "Summary")

@@ -7,9 +7,17 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from engram import db
 from engram.errors import InvalidInput
-from engram.thoughtdb.common import EDGE_TYPES, check_source_refs, choice, items, new_id, require, utcnow
+from engram.store import db
+from engram.thoughtdb.common import (
+    EDGE_TYPES,
+    check_source_refs,
+    choice,
+    items,
+    new_id,
+    require,
+    utcnow,
+)
 
 # Edge types with a dedicated operation that also updates the claims (see claims.py).
 MANAGED_TYPES = ("supersedes", "same_as")

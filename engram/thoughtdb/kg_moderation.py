@@ -8,10 +8,10 @@ from typing import Any
 
 import polars as pl
 
-from engram import db
 from engram.errors import InvalidInput
-from engram.kg_extract import norm_name
+from engram.store import db
 from engram.thoughtdb.common import new_id, require, utcnow
+from engram.thoughtdb.kg_extract import norm_name
 
 CANDIDATE_STATUSES = ("pending", "approved", "rejected")
 

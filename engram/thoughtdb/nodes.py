@@ -7,9 +7,9 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from engram import db
 from engram.errors import InvalidInput
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.text.normalize import content_hash
 from engram.thoughtdb.common import (
     NODE_TYPES,
     SCOPES,

@@ -17,10 +17,10 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engram import db
 from engram.errors import EngramError, InvalidInput
-from engram.fact_ops import FactChange, apply_changes
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.store.fact_ops import FactChange, apply_changes
+from engram.text.normalize import content_hash
 from engram.thoughtdb import claims, edges, nodes
 from engram.thoughtdb.common import (
     CLAIM_TYPES,

@@ -20,12 +20,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engram import db
 from engram.errors import InvalidInput, LLMError
-from engram.llm import LLM, data_block
+from engram.llm.base import LLM, data_block
+from engram.store import db
 from engram.thoughtdb import claims as claims_mod
 from engram.thoughtdb import nodes as nodes_mod
-from engram.thoughtdb.common import as_naive_utc, check_source_refs, items, new_id, require, utcnow
+from engram.thoughtdb.common import (
+    as_naive_utc,
+    check_source_refs,
+    items,
+    new_id,
+    require,
+    utcnow,
+)
 from engram.thoughtdb.graph import condense, greedy_cover, source_paths
 
 KINDS = ("claim", "node", "event")

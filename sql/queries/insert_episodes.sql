@@ -1,5 +1,5 @@
 -- Appends episodes from the registered Arrow table `incoming_episodes` (one row per distinct record,
--- deduplicated by engram.ingest), skipping records already stored: the same (user_id, id); for a
+-- deduplicated by engram.store.ingest), skipping records already stored: the same (user_id, id); for a
 -- record given without an id, the same (user_id, session_id, role, created_at, content_hash); or an
 -- archived id. No params.
 insert into episodes (

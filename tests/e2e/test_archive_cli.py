@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
+from engram.cli.app import app
+from engram.store import db
 from tests.archive_scenario import AS_OF, DUE, USER, archived_ids, live_ids, seed
 
 runner = CliRunner()

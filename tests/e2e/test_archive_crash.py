@@ -10,10 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from engram import archive, db
-from engram.crash import CRASH_ENV
+from engram.archive import ops as archive
+from engram.store import db
+from engram.store.crash import CRASH_ENV
 from tests.archive_scenario import (
-    AS_OF, DUE, OTHER, TABLE_KEYS, USER, archived_ids, live_ids, parquet_ids, seed, snapshot, violations,
+    AS_OF,
+    DUE,
+    OTHER,
+    TABLE_KEYS,
+    USER,
+    archived_ids,
+    live_ids,
+    parquet_ids,
+    seed,
+    snapshot,
+    violations,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def engram(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("engram") or ""
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "engram.cli", *args]
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "engram.cli.app", *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONPATH=str(ROOT))
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from engram.cli import app
+from engram.cli.app import app
 from engram.settings import Settings
 
 runner = CliRunner()
@@ -36,7 +36,7 @@ def _episodes(settings: Settings) -> list[tuple]:
 
 def test_help_lists_every_command_with_a_line() -> None:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "engram.cli", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "engram.cli.app", "--help"], capture_output=True, text=True,
                          env=env, check=True).stdout
     import typer
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
+from engram.cli.app import app
 from engram.settings import Settings
+from engram.store import db
 from tests.llm_seed import NOW, add_facts, contradiction, facts_of, merge_case, review
 
 runner = CliRunner()

@@ -14,8 +14,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from engram import db
 from engram.settings import Settings
+from engram.store import db
 
 USER = "alice"
 OTHER = "bob"
@@ -114,7 +114,7 @@ def test_add_then_search_and_stats_match_stored_rows(client: Client, store: Path
 def test_user_id_in_a_record_is_refused_and_other_tenants_stay_invisible(client: Client, store: Path) -> None:
     err = client.error("add_memory", {"episodes": [{"content": "x", "user_id": OTHER}]})
     assert err == {"code": "invalid_params", "message": "episodes.0.user_id: unknown field (no tool takes a user_id)"}
-    from engram.ingest import add_episodes
+    from engram.store.ingest import add_episodes
 
     add_episodes([{"content": "Bob's secret: Lisbon vault code 1234"}], _settings(store), user_id=OTHER)
     found = client.ok("search_memory", {"query": "Lisbon vault code", "limit": 10})
@@ -180,7 +180,11 @@ def _server(store: Path, args: list[str], errlog: Any = None, **env: str) -> Ite
 
 
 def test_why_and_moderation_act_on_the_bound_tenant_only(client: Client, store: Path) -> None:
-    from engram.kg_extract import EntityCandidate, KGExtraction, stage_candidates
+    from engram.thoughtdb.kg_extract import (
+        EntityCandidate,
+        KGExtraction,
+        stage_candidates,
+    )
     from tests.thought_seed import claim, edge, episode
 
     with db.open_store(_settings(store)) as con:
@@ -320,8 +324,8 @@ def test_streamable_http_on_loopback(store: Path) -> None:
 
 def test_unexpected_and_store_errors_map_to_stable_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process: a bug becomes internal_error (type only, no trace); an unusable store becomes db_error."""
-    from engram import mcp_tools
-    from engram.mcp_server import EngramMCP
+    from engram.mcp import tools as mcp_tools
+    from engram.mcp.server import EngramMCP
 
     bad_dir = tmp_path / "a_directory"
     bad_dir.mkdir()

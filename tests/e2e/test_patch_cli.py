@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
+from engram.cli.app import app
+from engram.store import db
 from tests.thought_seed import claim, episode
 
 U = "alice"
@@ -73,7 +73,7 @@ def test_invalid_patch_names_op_and_field(store, tmp_path) -> None:
 
 def test_patch_commands_open_the_tenants_shard(settings, monkeypatch, tmp_path) -> None:
     from engram.settings import load_settings
-    from engram.sharding import settings_for_tenant
+    from engram.store.sharding import settings_for_tenant
 
     monkeypatch.setenv("ENGRAM_SHARDS", "2")
     shard = settings_for_tenant(load_settings(), U)

@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
+from engram.cli.app import app
+from engram.store import db
 from tests.thought_seed import claim, edge, episode
 
 U = "alice"

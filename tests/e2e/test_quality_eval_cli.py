@@ -1,13 +1,13 @@
-"""`engram eval` end to end on tiny hand-written datasets (hash embedder): report, JSON and numbers."""
+"""`python -m bench.quality` end to end on tiny hand-written datasets (hash embedder): report, JSON and numbers."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
 
-from engram.cli import app
+from engram.errors import InvalidInput
 
 
 def _write_data(root: Path) -> None:
@@ -78,9 +78,9 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
     _write_data(data)
-    result = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--embedder", "hash", "--json"])
-    assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)
+    from bench import quality
+
+    quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash"])
     report = (out / "QUALITY.md").read_text()
     stored = json.loads((out / "quality.json").read_text())
     for section in ("## 1. Retrieval", "## 2. Dedupe", "## 3. Contradiction", "## 4. Knowledge update",
@@ -95,7 +95,6 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     assert stored["contradiction"]["sick_dev"]["rule_only"]["tp"] == 1
     assert stored["knowledge_update"]["questions"] == 1
     assert stored["extraction"]["spc"]["gold"] == 2
-    assert summary["report"] == str(out / "QUALITY.md")
     assert not list(out.glob("*.duckdb"))  # stores live in temp dirs, never next to the report
     # a full run replays the nights once per decay rate; the configured rate is the one the report's replay rows show
     sweep = stored["retrieval"]["nightly_decay_sweep"]
@@ -130,9 +129,10 @@ def test_eval_with_the_fake_llm_extracts_and_resolves_through_it(settings, tmp_p
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
     _write_data(data)
-    result = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--embedder", "hash", "--quick",
-                                      "--only", "retrieval", "--only", "knowledge_update", "--llm", "fake", "--json"])
-    assert result.exit_code == 0, result.output
+    from bench import quality
+
+    quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash", "--quick",
+                  "--only", "retrieval", "knowledge_update", "--llm", "fake"])
     stored = json.loads((out / "quality.json").read_text())
     assert stored["llm"].startswith("fake/") and "--llm fake" in stored["command"]
     run = stored["retrieval"]["stage_counts"]["conv-t"]
@@ -141,12 +141,14 @@ def test_eval_with_the_fake_llm_extracts_and_resolves_through_it(settings, tmp_p
     assert run["extract"]["llm_facts"] == run["extract"]["facts_created"] == 2
     assert "resolve" in run  # the resolve stage runs when an LLM is configured (nothing queued here)
     assert "deterministic fake" in (out / "QUALITY.md").read_text()
-    bad = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(out), "--llm", "gpt"])
-    assert bad.exit_code == 2 and "llm" in bad.output
+    with pytest.raises(SystemExit) as bad:
+        quality.main(["--data", str(data), "--out", str(out), "--llm", "gpt"])
+    assert bad.value.code == 2
 
 
 def test_eval_missing_data_names_the_file(settings, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),
-                                      "--embedder", "hash", "--only", "dedupe"])
-    assert result.exit_code == 2
-    assert "msr-para-train.tsv" in result.output
+    from bench import quality
+
+    with pytest.raises(InvalidInput, match="msr-para-train.tsv"):
+        quality.main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),
+                      "--embedder", "hash", "--only", "dedupe"])

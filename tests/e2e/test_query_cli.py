@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engram.cli import app
+from engram.cli.app import app
 from engram.query.vector_index import CACHE
 
 runner = CliRunner()

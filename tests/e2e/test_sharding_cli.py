@@ -6,9 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
-from engram.sharding import shard_of, shard_path
+from engram.cli.app import app
+from engram.store import db
+from engram.store.sharding import shard_of, shard_path
 from tests.sharding_seed import episodes
 
 runner = CliRunner()

@@ -7,9 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from engram import db
-from engram.cli import app
-from engram.kg_extract import extract_candidates, stage_candidates
+from engram.cli.app import app
+from engram.store import db
+from engram.thoughtdb.kg_extract import extract_candidates, stage_candidates
 from tests.thought_seed import claim, edge, episode
 
 U = "alice"

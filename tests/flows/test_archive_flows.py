@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from engram import db
-from flows.maintenance import (
-    archive_retention_flow, export_removals_flow, finalize_removal_flow, list_removal_candidates_flow,
-    mark_removal_flow, restore_flow,
+from engram.flows.maintenance import (
+    archive_retention_flow,
+    export_removals_flow,
+    finalize_removal_flow,
+    list_removal_candidates_flow,
+    mark_removal_flow,
+    restore_flow,
 )
-from tests.archive_scenario import AS_OF, DUE, OTHER, TABLE_KEYS, USER, archived_ids, seed, snapshot, violations
+
+from engram.store import db
+from tests.archive_scenario import (
+    AS_OF,
+    DUE,
+    OTHER,
+    TABLE_KEYS,
+    USER,
+    archived_ids,
+    seed,
+    snapshot,
+    violations,
+)
 
 
 def test_maintenance_flows_export_finalize_restore(settings) -> None:

@@ -12,7 +12,7 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.settings import PREFECT_API_URL
 
-from engram import db
+from engram.store import db
 from tests.consolidation_scenario import AS_OF, USER, seed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def _wait_for_deployment(name: str, timeout: float = 120.0) -> None:
 def test_served_manual_deployment_runs_to_completion(settings) -> None:
     seed(settings)
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "deployments.serve"], cwd=ROOT, env=env,
+    server = subprocess.Popen([sys.executable, "-m", "engram.deployments.serve"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_for_deployment("nightly-consolidation/manual")

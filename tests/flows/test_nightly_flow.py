@@ -6,9 +6,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from engram.flows.nightly import nightly_consolidation
 
-from engram import db
-from flows.nightly import nightly_consolidation
+from engram.store import db
 from tests.consolidation_scenario import AS_OF, USER, expected, seed
 
 CHECKS = sorted((Path(__file__).resolve().parents[2] / "sql" / "checks").glob("*.sql"))

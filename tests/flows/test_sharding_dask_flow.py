@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from engram.flows.nightly import nightly_consolidation
 
-from engram import db
 from engram.settings import load_settings
-from engram.sharding import add_episodes_routed, all_shard_settings, shard_of
-from flows.nightly import nightly_consolidation
+from engram.store import db
+from engram.store.sharding import add_episodes_routed, all_shard_settings, shard_of
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engram import db
+from engram.flows.nightly import nightly_consolidation
+
 from engram.settings import load_settings
-from engram.sharding import add_episodes_routed, all_shard_settings, settings_for_tenant
-from flows.nightly import nightly_consolidation
+from engram.store import db
+from engram.store.sharding import (
+    add_episodes_routed,
+    all_shard_settings,
+    settings_for_tenant,
+)
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 

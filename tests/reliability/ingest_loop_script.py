@@ -6,9 +6,9 @@ import sys
 import time
 from datetime import datetime, timedelta
 
-from engram import db
-from engram.ingest import add_episodes
 from engram.settings import load_settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 if __name__ == "__main__":
     mode, n = sys.argv[1], int(sys.argv[2])

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from engram import consolidate
-from engram.runs import LeaseHeld
+from engram.consolidate import stages as consolidate
 from engram.settings import load_settings
+from engram.store.runs import LeaseHeld
 from tests.consolidation_scenario import AS_OF, USER
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engram import db
-from engram.checks import run_checks
+from engram.store import db
+from engram.store.checks import run_checks
 from tests.consolidation_scenario import seed
 from tests.reliability.test_reliability_crash import STAGES, store_state
 
@@ -57,7 +57,7 @@ def test_corrupt_store_is_reported_and_never_recreated(settings) -> None:
     path = Path(settings.db_path)
     path.write_bytes(b"this is not a duckdb database" * 100)
     before = path.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "engram.cli", "stats"], cwd=path.parent,
+    proc = subprocess.run([sys.executable, "-m", "engram.cli.app", "stats"], cwd=path.parent,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "error [db_error]: cannot open store" in proc.stderr
@@ -72,7 +72,7 @@ def test_lock_wait_is_bounded_and_typed(settings, read_only: bool) -> None:
 
     code = (
         "import time, sys\n"
-        "from engram import db\n"
+        "from engram.store import db\n"
         "t = time.perf_counter()\n"
         "try:\n"
         f"    with db.connect(sys.argv[1], read_only={read_only}, lock_timeout_s=1.0):\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engram import db
-from engram.crash import CRASH_ENV
+from engram.store import db
+from engram.store.crash import CRASH_ENV
 from tests.consolidation_scenario import seed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,14 +6,17 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from engram import consolidate, db
-from engram.checks import run_checks
-from engram.embed import HashEmbedder
+from engram.consolidate import stages as consolidate
+from engram.embed.models import HashEmbedder
 from engram.errors import EngramError
-from engram.ingest import add_episodes
 from engram.settings import load_settings
+from engram.store import db
+from engram.store.checks import run_checks
+from engram.store.ingest import add_episodes
 
 FUZZ = hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

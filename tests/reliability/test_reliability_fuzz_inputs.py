@@ -7,15 +7,19 @@ import os
 from datetime import timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from engram import archive, consolidate, db
-from engram.checks import run_checks
+from engram.archive import ops as archive
+from engram.consolidate import stages as consolidate
+from engram.consolidate.resolve import resolve_pending
 from engram.errors import EngramError
-from engram.llm import FakeLLM
+from engram.llm.fake import FakeLLM
 from engram.query import search_memory
 from engram.query.retrieve import retrieve
-from engram.resolve import resolve_pending
+from engram.store import db
+from engram.store.checks import run_checks
 from tests.consolidation_scenario import AS_OF, USER, seed
 
 FUZZ = hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

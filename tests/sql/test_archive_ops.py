@@ -9,10 +9,21 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from engram import archive, db
+from engram.archive import ops as archive
 from engram.errors import InvalidInput
+from engram.store import db
 from tests.archive_scenario import (
-    AS_OF, DUE, OTHER, TABLE_KEYS, USER, archived_ids, live_ids, parquet_ids, seed, snapshot, violations,
+    AS_OF,
+    DUE,
+    OTHER,
+    TABLE_KEYS,
+    USER,
+    archived_ids,
+    live_ids,
+    parquet_ids,
+    seed,
+    snapshot,
+    violations,
 )
 
 

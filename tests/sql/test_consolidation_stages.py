@@ -6,9 +6,17 @@ from datetime import timedelta
 
 import pytest
 
-from engram import consolidate, db
-from engram.embed import from_settings
-from tests.consolidation_scenario import AS_OF, EXPECTED_EVENTS, OTHER, USER, expected, seed
+from engram.consolidate import stages as consolidate
+from engram.embed.models import from_settings
+from engram.store import db
+from tests.consolidation_scenario import (
+    AS_OF,
+    EXPECTED_EVENTS,
+    OTHER,
+    USER,
+    expected,
+    seed,
+)
 
 
 def run_all(settings, run_id: str, as_of=AS_OF) -> dict:

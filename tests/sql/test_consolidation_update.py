@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engram import consolidate, db, fact_ops
-from engram.embed import from_settings
-from engram.ingest import add_episodes
+from engram.consolidate import stages as consolidate
+from engram.embed.models import from_settings
 from engram.query.search import search_memory
+from engram.store import db, fact_ops
+from engram.store.ingest import add_episodes
 
 AS_OF = datetime(2026, 3, 1, 3, 0, 0)
 USER = "u1"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engram import consolidate, db, fact_ops
-from engram.embed import from_settings
+from engram.consolidate import stages as consolidate
+from engram.embed.models import from_settings
+from engram.store import db, fact_ops
 from tests.consolidation_scenario import AS_OF, USER, seed
 
 COLUMNS = "id, status, round(confidence, 9), merged_into_id, valid_to"

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from engram import db
-from engram.checks import check_names, check_rows, run_checks
+from engram.store import db
+from engram.store.checks import check_names, check_rows, run_checks
 
 FACT = (
     "insert into facts (id, user_id, text, confidence, status, merged_into_id, asserted_at, created_at, "

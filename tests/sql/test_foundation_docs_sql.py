@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engram import db
-from engram.ingest import add_episodes
 from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "foundation.md"
 EXAMPLES = re.findall(r"```sql\n(.*?)```", DOC.read_text(), flags=re.S)

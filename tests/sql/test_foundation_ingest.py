@@ -14,12 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 
 import engram
-from engram import db
 from engram.errors import InvalidInput
-from engram.ingest import MAX_CONTENT_CHARS, IngestRejected, add_episodes, read_records
-from engram.locomo import locomo_records
 from engram.settings import Settings
-from engram.textnorm import content_hash
+from engram.store import db
+from engram.store.ingest import (
+    MAX_CONTENT_CHARS,
+    IngestRejected,
+    add_episodes,
+    read_records,
+)
+from engram.store.locomo import locomo_records
+from engram.text.normalize import content_hash
 
 LOCOMO_DEV = Path("/work/shared/data/locomo/locomo_dev.json")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram import db
-from engram.embed import HashEmbedder
-from engram.embedding_queue import drain
+from engram.embed.models import HashEmbedder
+from engram.embed.queue import drain
 from engram.errors import EmbedderUnavailable
-from engram.ingest import add_episodes
 from engram.settings import Settings, load_settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 
 def _seed(settings: Settings, n: int, user: str = "u") -> None:
@@ -114,7 +114,7 @@ def test_facts_without_vectors_are_embedded_too(settings: Settings, con: db.Conn
 def test_rows_are_read_in_chunks_and_embedded_in_batches(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import engram.embedding_queue as queue
+    import engram.embed.queue as queue
 
     monkeypatch.setattr(queue, "READ_ROWS", 5)
     s = load_settings(embed_batch_size=2)

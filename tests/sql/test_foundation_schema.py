@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engram import db
-from engram.ingest import add_episodes
 from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 CORE_TABLES = {
     "episodes", "facts", "fact_sources", "fact_events", "nodes", "edges", "kg_entities",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engram import archive, db
-from engram.ingest import add_episodes
+from engram.archive import ops as archive
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 ROWS = [{"id": "e1", "user_id": "u", "content": "an old note", "created_at": "2026-01-01T00:00:00"}]
 

@@ -6,12 +6,14 @@ import random
 import uuid
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from engram import db
-from engram.ingest import add_episodes
-from engram.mcp_tools import BY_NAME, ToolContext
+from engram.mcp.tools import BY_NAME, ToolContext
 from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import add_episodes
 
 
 def _stored(con: db.Connection) -> dict[str, tuple]:

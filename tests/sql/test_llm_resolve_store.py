@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engram import db, fact_ops
+from engram.consolidate.resolve import MAX_ATTEMPTS, decide_review, resolve_pending
 from engram.errors import InvalidInput
-from engram.llm import FakeLLM, LLMUnavailable, read_data_block
-from engram.llm_fake_rules import rule_based_responder
-from engram.resolve import MAX_ATTEMPTS, decide_review, resolve_pending
+from engram.llm.base import LLMUnavailable, read_data_block
+from engram.llm.fake import FakeLLM
+from engram.llm.fake_rules import rule_based_responder
 from engram.settings import Settings, load_settings
+from engram.store import db, fact_ops
 from tests.llm_seed import NOW, add_facts, contradiction, facts_of, merge_case, review
 
 U = "alice"

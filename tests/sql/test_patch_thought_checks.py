@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from engram import db
-from engram.checks import check_rows, run_checks
+from engram.store import db
+from engram.store.checks import check_rows, run_checks
 from engram.thoughtdb import edges, nodes, patches
 from tests.thought_seed import claim, episode
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from engram.errors import FeatureDisabled
-from engram.llm import FakeLLM
+from engram.llm.fake import FakeLLM
 from engram.query.ask import ask, grounding_coverage
 from engram.query.vector_index import CACHE
 from tests.query_seed import seed_episodes, seed_facts

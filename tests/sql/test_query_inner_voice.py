@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import FeatureDisabled, InvalidInput
-from engram.llm import FakeLLM
+from engram.llm.fake import FakeLLM
 from engram.query.inner_voice import inner_voice
 from engram.query.vector_index import CACHE
 from engram.settings import load_settings

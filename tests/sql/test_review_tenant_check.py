@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram.checks import check_rows
+from engram.store.checks import check_rows
 
 
 def _fact(con, user: str, fid: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram import db
 from engram.errors import StoreError
-from engram.sharding import settings_for_tenant
+from engram.store import db
+from engram.store.sharding import settings_for_tenant
 
 
 def test_base_path_refused_and_tenant_shard_opens(settings) -> None:

@@ -7,12 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from engram import db, reshard as rs
-from engram.consolidate import STAGES
+from engram.consolidate.stages import STAGES
 from engram.errors import InvalidInput, StoreError
-from engram.runs import make_run_id
 from engram.settings import Settings
-from engram.sharding import add_episodes_routed, consolidate_shard, shard_of, shard_path
+from engram.store import db
+from engram.store import reshard as rs
+from engram.store.runs import make_run_id
+from engram.store.sharding import (
+    add_episodes_routed,
+    consolidate_shard,
+    shard_of,
+    shard_path,
+)
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 N_TENANTS = 6

@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from engram.checks import run_checks
 from engram.errors import InvalidInput
+from engram.store.checks import run_checks
 from engram.thoughtdb import claims
 from tests.thought_seed import claim, episode, events, fact_row
 

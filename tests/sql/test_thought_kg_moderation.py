@@ -7,8 +7,13 @@ from datetime import datetime
 import pytest
 
 from engram.errors import InvalidInput
-from engram.kg_extract import EntityCandidate, KGExtraction, RelationCandidate, stage_candidates
 from engram.thoughtdb import kg_moderation
+from engram.thoughtdb.kg_extract import (
+    EntityCandidate,
+    KGExtraction,
+    RelationCandidate,
+    stage_candidates,
+)
 from tests.thought_seed import episode
 
 U, OTHER = "alice", "bob"

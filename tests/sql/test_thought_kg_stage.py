@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import InvalidInput
-from engram.kg_extract import (
+from engram.thoughtdb.kg_extract import (
     EntityCandidate,
     KGExtraction,
     RelationCandidate,

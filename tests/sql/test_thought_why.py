@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from engram.errors import InvalidInput
-from engram.llm import FakeLLM
+from engram.llm.fake import FakeLLM
 from engram.thoughtdb import claims, why
 from tests.thought_seed import claim, edge, episode
 

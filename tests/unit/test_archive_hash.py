@@ -9,8 +9,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engram.archive_files import check_run_id, partition_dir, set_aside, verify, write_once
-from engram.archive_hash import digest
+from engram.archive.files import (
+    check_run_id,
+    partition_dir,
+    set_aside,
+    verify,
+    write_once,
+)
+from engram.archive.hashing import digest
 from engram.errors import InvalidInput
 
 

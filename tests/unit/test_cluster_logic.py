@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.datasets import make_blobs
 
-from engram.cluster import cluster_embeddings, prune_outliers
+from engram.consolidate.cluster import cluster_embeddings, prune_outliers
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

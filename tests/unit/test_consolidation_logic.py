@@ -8,9 +8,19 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from engram.claims import best_sentence, claim_type, self_containedness, valence_conflict
-from engram.confidence import decayed, initial_confidence, reinforced
-from engram.merge import FactInfo, components, plan_merges, similar_pairs
+from engram.consolidate.merge_plan import (
+    FactInfo,
+    components,
+    plan_merges,
+    similar_pairs,
+)
+from engram.consolidate.scoring import decayed, initial_confidence, reinforced
+from engram.text.sentences import (
+    best_sentence,
+    claim_type,
+    self_containedness,
+    valence_conflict,
+)
 
 
 @pytest.mark.parametrize(("a", "b", "why"), [

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engram.textnorm import content_hash, normalize, stable_id
+from engram.text.normalize import content_hash, normalize, stable_id
 
 
 def reference_normalize(text: str) -> str:

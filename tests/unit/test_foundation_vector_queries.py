@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engram import db
+from engram.store import db
 
 # Queries that return vectors without filtering, and why that is safe. Keep this list short.
 ALLOWED = {

@@ -12,8 +12,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from engram.llm import LLMBadReply, LLMUnavailable
-from engram.llm_gemini import GeminiLLM, estimate_cost
+from engram.llm.base import LLMBadReply, LLMUnavailable
+from engram.llm.gemini import GeminiLLM, estimate_cost
 from engram.settings import Settings, load_settings
 
 
@@ -134,7 +134,7 @@ def test_action_outside_schema_is_a_bad_reply(settings: Settings, mock: MockGemi
 
 
 def test_unknown_ids_parse_but_are_left_to_validation(settings: Settings, mock: MockGemini) -> None:
-    """The client only checks the schema; ids are checked by engram.resolve (see test_llm_resolve)."""
+    """The client only checks the schema; ids are checked by engram.consolidate.resolve (see test_llm_resolve)."""
     mock.script.append((200, gemini_body(json.dumps({"decisions": [{"case": "c999", "action": "keep_a"}]})), 0.0))
     reply = gemini(settings, mock).generate("p", Reply)
     assert reply.parsed.decisions[0].case == "c999"

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engram.extraction_llm import ClusterInput, extract_facts
-from engram.llm import FakeLLM, LLMUnavailable, read_data_block
-from engram.llm_fake_rules import rule_based_responder
+from engram.consolidate.llm_extract import ClusterInput, extract_facts
+from engram.llm.base import LLMUnavailable, read_data_block
+from engram.llm.fake import FakeLLM
+from engram.llm.fake_rules import rule_based_responder
 
 T0 = datetime(2026, 11, 1, 9, 0)
 

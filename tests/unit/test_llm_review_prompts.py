@@ -6,11 +6,19 @@ from datetime import datetime
 
 import pytest
 
-from engram.llm import LLMError, data_block, read_data_block
-from engram.review_decisions import (
-    Case, ContradictionDecision, ContradictionReply, MergeDecision, MergeReply, ReplyRejected, SubjectFact,
-    build_requests, check_decision, validate_reply,
+from engram.consolidate.review_prompts import (
+    Case,
+    ContradictionDecision,
+    ContradictionReply,
+    MergeDecision,
+    MergeReply,
+    ReplyRejected,
+    SubjectFact,
+    build_requests,
+    check_decision,
+    validate_reply,
 )
+from engram.llm.base import LLMError, data_block, read_data_block
 
 T = datetime(2026, 1, 1)
 

@@ -1,4 +1,4 @@
-"""engram.metrics on hand-made cases whose answers were worked out by hand."""
+"""bench.metrics on hand-made cases whose answers were worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from engram import metrics
+from bench import metrics
 from engram.errors import InvalidInput
 
 

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.quality_contradiction import ALARM_BUDGET_PER_1000_TURNS, ALARM_THRESHOLDS, conversation_alarms
+from bench.quality_contradiction import (
+    ALARM_BUDGET_PER_1000_TURNS,
+    ALARM_THRESHOLDS,
+    conversation_alarms,
+)
 from bench.quality_embed import CachedEmbedder
-from engram.embed import HashEmbedder
+from engram.embed.models import HashEmbedder
 
 TURNS = [
     ("Ann", "I love my garden and the roses in it"),

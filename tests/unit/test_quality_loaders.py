@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from bench.quality_data import (
-    answer_at, load_locomo_observations, load_msrp, load_nli_binary, load_sick, load_situatedqa, load_spc, parse_date,
+    answer_at,
+    load_locomo_observations,
+    load_msrp,
+    load_nli_binary,
+    load_sick,
+    load_situatedqa,
+    load_spc,
+    parse_date,
 )
 from engram.errors import InvalidInput
 

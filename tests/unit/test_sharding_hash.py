@@ -9,7 +9,13 @@ import pytest
 
 from engram.errors import InvalidInput
 from engram.settings import load_settings
-from engram.sharding import all_shard_settings, settings_for_tenant, shard_of, shard_path, stores_for
+from engram.store.sharding import (
+    all_shard_settings,
+    settings_for_tenant,
+    shard_of,
+    shard_path,
+    stores_for,
+)
 
 
 @pytest.mark.parametrize(("user_id", "n", "shard"), [
@@ -30,7 +36,7 @@ def test_shard_of_is_stable_in_a_fresh_interpreter() -> None:
     import subprocess
     import sys
 
-    code = "from engram.sharding import shard_of; print([shard_of(f'u{i}', 97) for i in range(50)])"
+    code = "from engram.store.sharding import shard_of; print([shard_of(f'u{i}', 97) for i in range(50)])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123"}).stdout.strip()
     assert out == str([shard_of(f"u{i}", 97) for i in range(50)])

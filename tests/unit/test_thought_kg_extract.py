@@ -1,10 +1,10 @@
-"""Unit tests of the heuristic KG extractor (engram.kg_extract)."""
+"""Unit tests of the heuristic KG extractor (engram.thoughtdb.kg_extract)."""
 
 from __future__ import annotations
 
 import pytest
 
-from engram.kg_extract import extract_candidates, norm_name
+from engram.thoughtdb.kg_extract import extract_candidates, norm_name
 
 
 def _entities(text: str) -> dict[str, str]:

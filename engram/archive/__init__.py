@@ -1,0 +1,1 @@
+"""The archive: retired rows exported to verified parquet, finalized, restorable."""

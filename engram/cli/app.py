@@ -1,0 +1,180 @@
+"""The `engram` command line: each command is a few lines over an engram function."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from engram.errors import EngramError
+from engram.settings import Settings, load_settings
+
+app = typer.Typer(
+    help="engram: long-term memory for AI agents, consolidated nightly.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def settings_or_exit(**overrides: Any) -> Settings:
+    """Settings for a command; invalid values end the command with the message naming them."""
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except EngramError as exc:
+        fail(exc)
+        raise  # unreachable: fail exits
+
+
+def fail(exc: Exception) -> None:
+    """Print a typed error (code and message, no stack trace) and exit with status 2."""
+    code = getattr(exc, "code", "internal_error")
+    typer.echo(f"error [{code}]: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def emit(value: Any, as_json: bool) -> None:
+    """Print a result as JSON or as plain lines."""
+    if as_json:
+        typer.echo(json.dumps(value, default=str, indent=2))
+    elif isinstance(value, list):
+        for item in value:
+            typer.echo(item)
+    else:
+        typer.echo(value)
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False) -> None:
+    """engram: long-term memory for AI agents, consolidated nightly."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def init(db: Annotated[Path | None, typer.Option(help="Store file.")] = None) -> None:
+    """Create the store (or bring its schema up to date)."""
+    from engram.store import db as store
+
+    s = settings_or_exit(db_path=db)
+    try:
+        with store.connect(s.db_path, lock_timeout_s=s.lock_timeout_s) as con:
+            applied = store.migrate(con)
+    except EngramError as exc:
+        fail(exc)
+    typer.echo(f"store ready: {s.db_path} ({len(applied)} schema file(s) applied)")
+
+
+@app.command()
+def config(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Print the effective settings (secrets masked)."""
+    values = settings_or_exit().masked()
+    if as_json:
+        emit(values, True)
+        return
+    for name, value in values.items():
+        typer.echo(f"ENGRAM_{name.upper():32} {value}")
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="JSONL, CSV, parquet, or LoCoMo JSON file.")],
+    format: Annotated[str | None, typer.Option("--format", help="jsonl | csv | parquet | locomo")] = None,
+    user: Annotated[str | None, typer.Option(help="Tenant for rows without user_id.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Ingest the good rows, report the bad.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
+    from engram.store.ingest import IngestRejected, read_records
+    from engram.store.locomo import locomo_records
+    from engram.store.sharding import add_episodes_routed
+
+    s = settings_or_exit()
+    try:
+        if format == "locomo":
+            records = locomo_records(file, user_prefix="")
+            numbers = None
+        else:
+            numbers, records = read_records(file, format)
+        result = add_episodes_routed(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
+                                     require_created_at=True)
+    except IngestRejected as exc:
+        for err in exc.errors[:50]:
+            typer.echo(f"{file}: {err}", err=True)
+        fail(exc)
+    except EngramError as exc:
+        fail(exc)
+    summary = {"received": result.received, "inserted": result.inserted,
+               "duplicates": result.duplicates, "invalid": [str(e) for e in result.invalid]}
+    if as_json:
+        emit(summary, True)
+        return
+    typer.echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
+    for err in result.invalid:
+        typer.echo(f"skipped {file}: {err}", err=True)
+
+
+@app.command()
+def embed(
+    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+) -> None:
+    """Embed every episode and fact waiting in the queue."""
+    from engram import embed as embedders
+    from engram.embed.queue import drain
+    from engram.store.sharding import stores_for
+
+    s = settings_or_exit()
+    try:
+        embedder = embedders.from_settings(s)
+        with typer.progressbar(length=0, label="embedding", show_pos=True) as bar:
+            n = sum(drain(shard, embedder, table, user, progress=bar.update)
+                    for shard in stores_for(s, user) for table in ("episodes", "facts"))
+    except EngramError as exc:
+        fail(exc)
+    typer.echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
+
+
+@app.command()
+def stats(
+    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Row counts per table, tenant and status."""
+    from engram.store import db as store
+    from engram.store.sharding import stores_for
+
+    s = settings_or_exit()
+    try:
+        rows = []
+        shards = stores_for(s, user)  # every shard file, or the tenant's
+        for shard in shards:
+            with store.open_store(shard) as con:
+                rows += store.rows(con, "queries/stats", user_id=user)
+        if len(shards) > 1:
+            rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
+    except EngramError as exc:
+        fail(exc)
+    if as_json:
+        emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
+        return
+    if not rows:
+        typer.echo("the store is empty")
+    for table, user_id, status, n in rows:
+        typer.echo(f"{table:14} {user_id:24} {status:16} {n}")
+
+
+def _register_optional_commands() -> None:
+    """Commands defined in their own modules, added here so `engram --help` lists them all."""
+    from engram.cli import commands as cli_commands
+
+    cli_commands.register(app)
+
+
+_register_optional_commands()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

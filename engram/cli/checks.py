@@ -1,0 +1,42 @@
+"""`engram check`: run the invariant queries of sql/checks and exit non-zero on violations."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `check` command."""
+
+    @app.command()
+    def check(
+        show: Annotated[int, typer.Option(help="Print up to this many violating rows per check.")] = 5,
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Run the invariant checks (sql/checks); exit 1 if any finds violations."""
+        from engram.cli.app import emit, fail, settings_or_exit
+        from engram.errors import EngramError
+        from engram.store import db
+        from engram.store.checks import check_names, check_rows
+
+        s = settings_or_exit()
+        report: dict[str, dict] = {}
+        try:
+            with db.open_store(s) as con:
+                for name in check_names():
+                    bad = check_rows(con, name)
+                    report[name] = {"violations": bad.height, "rows": bad.head(show).to_dicts()}
+        except EngramError as exc:
+            fail(exc)
+        ok = all(r["violations"] == 0 for r in report.values())
+        if as_json:
+            emit({"ok": ok, "checks": report}, True)
+        else:
+            for name, r in report.items():
+                typer.echo(f"{'ok  ' if r['violations'] == 0 else 'FAIL'} {name}: {r['violations']}")
+                for row in r["rows"]:
+                    typer.echo(f"       {row}")
+        if not ok:
+            raise typer.Exit(1)

@@ -1,0 +1,99 @@
+"""CLI commands of the nightly pipeline: consolidate, explain, revert-run, demo."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+SAMPLE_DATA = Path(resources.files("engram.data") / "sample_episodes.jsonl")  # shipped in the wheel
+DEMO_QUERIES = ("what does the user eat?", "when is the team standup?", "what does the user drink in the morning?")
+
+
+def run_nightly(user: str | None, as_of: datetime | None, dry_run: bool, stages: list[str] | None) -> dict[str, Any]:
+    """Run the Prefect flow in-process (ephemeral mode when no server is configured)."""
+    # The CLI is the one place in engram/ that reaches up into flows/: imported lazily so the
+    # library itself never imports Prefect.
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from engram.flows.nightly import nightly_consolidation
+
+    return nightly_consolidation(user_id=user, as_of=as_of, dry_run=dry_run, stages=stages)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the pipeline commands."""
+    from engram.cli.app import emit, fail, settings_or_exit
+    from engram.errors import EngramError
+
+    @app.command()
+    def consolidate(
+        user: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant with work).")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Compute and report, write nothing.")] = False,
+        as_of: Annotated[datetime | None, typer.Option(help="Logical time of the run (UTC).")] = None,
+        stage: Annotated[list[str] | None, typer.Option(help="Run only these stages (repeatable).")] = None,
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Run the nightly consolidation flow now (Prefect, in-process)."""
+        from engram.consolidate.report import run_report_markdown
+
+        settings_or_exit()
+        try:
+            result = run_nightly(user, as_of, dry_run, stage)
+        except EngramError as exc:
+            fail(exc)
+        if as_json:
+            emit(result, True)
+            return
+        typer.echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
+                                       result["dry_run"], result["tenants"]))
+
+    @app.command()
+    def explain(
+        fact_id: Annotated[str, typer.Argument(help="The fact to explain.")],
+        user: Annotated[str, typer.Option(help="Tenant of the fact.")],
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Print a fact's full history (every fact_event) and its sources."""
+        from engram.query.explain import explain_fact, format_explanation
+
+        s = settings_or_exit()
+        try:
+            info = explain_fact(s, user, fact_id)
+        except EngramError as exc:
+            fail(exc)
+        emit(info if as_json else format_explanation(info), as_json)
+
+    @app.command("revert-run")
+    def revert_run(
+        run_id: Annotated[str, typer.Argument(help="The consolidation run to undo.")],
+        user: Annotated[str, typer.Option(help="Tenant.")],
+    ) -> None:
+        """Undo every fact change a run made (audited as 'reverted' events)."""
+        from engram.store import db, fact_ops
+
+        s = settings_or_exit()
+        try:
+            with db.open_store(s) as con, db.transaction(con):
+                n = fact_ops.revert_run(con, user, run_id, datetime.now())
+        except EngramError as exc:
+            fail(exc)
+        typer.echo(f"reverted {n} change(s) of {run_id} for {user}")
+
+    @app.command()
+    def demo(
+        as_json: Annotated[bool, typer.Option("--json")] = False,
+    ) -> None:
+        """Ingest the sample data, run the whole nightly pipeline once, print a report and searches."""
+        from engram.demo import run_demo
+
+        s = settings_or_exit()
+        try:
+            report = run_demo(s, SAMPLE_DATA, DEMO_QUERIES, run_nightly)
+        except EngramError as exc:
+            fail(exc)
+        emit(report if as_json else report["lines"], as_json)

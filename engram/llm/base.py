@@ -1,0 +1,147 @@
+"""The LLM seam: a narrow protocol, a deterministic fake, usage accounting, and from_settings.
+
+Memory text never goes into a prompt as prose: `data_block` quotes records as JSON lines between
+markers derived from the content's hash (so a memory cannot forge the closing marker), and the
+prompts built on top say that data is never instructions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from engram.errors import LLMError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class LLMUnavailable(LLMError):
+    """The provider did not answer (network, timeout, 429/5xx after retries, bad key)."""
+
+    code = "llm_unavailable"
+
+
+class LLMBadReply(LLMError):
+    """The provider answered, but not with JSON matching the requested schema.
+
+    `spent` holds (input_tokens, output_tokens, cost_usd) when the provider reported them.
+    """
+
+    code = "llm_bad_reply"
+
+    def __init__(self, message: str, spent: tuple[int, int, float] | None = None) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """One structured reply and what it cost."""
+
+    parsed: BaseModel
+    raw_text: str
+    model: str
+    prompt_hash: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    cost_usd: float
+
+
+class LLM(Protocol):
+    """What the pipeline needs from a language model: structured JSON generation."""
+
+    model: str
+
+    def generate(self, prompt: str, schema: type[T]) -> LLMReply: ...
+
+
+@dataclass
+class Usage:
+    """LLM spend of one stage: requests, tokens, cost, latency and the prompt hashes."""
+
+    model: str | None = None
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    prompt_hashes: list[str] = field(default_factory=list)
+
+    def add(self, reply: LLMReply) -> None:
+        """Count one answered request."""
+        self.model = reply.model
+        self.requests += 1
+        self.input_tokens += reply.input_tokens
+        self.output_tokens += reply.output_tokens
+        self.cost_usd += reply.cost_usd
+        self.latency_ms += reply.latency_ms
+        self.prompt_hashes.append(reply.prompt_hash)
+
+    def add_failed(self, model: str, prompt: str, spent: tuple[int, int, float] | None = None) -> None:
+        """Count a request that got no usable answer (tokens as reported, else estimated)."""
+        self.model = model
+        self.requests += 1
+        inp, out, cost = spent or (estimate_tokens(prompt), 0, 0.0)
+        self.input_tokens += inp
+        self.output_tokens += out
+        self.cost_usd += cost
+        self.prompt_hashes.append(prompt_hash(prompt))
+
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values for counts and reports."""
+        return {"model": self.model, "requests": self.requests, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd, 6),
+                "latency_ms": round(self.latency_ms, 1)}
+
+
+def prompt_hash(prompt: str) -> str:
+    """sha256 of the prompt: recorded instead of the prompt itself."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate used for budgeting before a call: about 4 characters per token."""
+    return math.ceil(len(text) / 4)
+
+
+_MARK = re.compile(r"^<<<(DATA-[0-9a-f]{16})$")
+
+
+def data_block(records: Iterable[dict[str, Any]]) -> str:
+    """Records as JSON lines between markers that a record cannot contain (they hash the lines)."""
+    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records]
+    body = "\n".join(lines)
+    tag = "DATA-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+    return f"<<<{tag}\n{body}\n{tag}>>>"
+
+
+def read_data_block(prompt: str) -> list[dict[str, Any]]:
+    """The records of the first data block in a prompt (used by the fake and by tests)."""
+    lines = prompt.split("\n")
+    for i, line in enumerate(lines):
+        match = _MARK.match(line)
+        if match:
+            end = lines.index(f"{match.group(1)}>>>", i + 1)
+            return [json.loads(x) for x in lines[i + 1:end] if x]
+    raise LLMError("prompt has no data block")
+
+
+def parse_reply(text: str, schema: type[T]) -> T:
+    """Parse a reply as the schema; LLMBadReply (naming the schema) if it does not fit."""
+    try:
+        return schema.model_validate(json.loads(text))
+    except (json.JSONDecodeError, ValueError, TypeError) as exc:
+        raise LLMBadReply(f"reply is not valid {schema.__name__} JSON: {str(exc)[:300]}") from exc

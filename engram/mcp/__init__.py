@@ -1,0 +1,1 @@
+"""The MCP server: engram's memory tools for agents, bound to one tenant."""

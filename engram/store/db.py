@@ -1,0 +1,169 @@
+"""The DB seam: the only module that imports duckdb. Named SQL from sql/, $params only."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from engram.errors import StoreError
+
+# engram.sql is the repo's sql/ folder (mapped by pyproject's package-dir), in a checkout and in a wheel
+SQL_DIR = Path(resources.files("engram.sql"))
+
+Connection = duckdb.DuckDBPyConnection
+
+
+@cache
+def sql(name: str) -> str:
+    """The text of sql/<name>.sql."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise StoreError(f"named SQL not found: {name} (looked in {SQL_DIR})")
+    return path.read_text()
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "could not set lock" in text or "conflicting lock" in text or "database is locked" in text
+
+
+@contextmanager
+def connect(
+    path: Path | str, read_only: bool = False, lock_timeout_s: float = 30.0
+) -> Iterator[Connection]:
+    """Open the store, waiting (bounded, with jittered backoff) while another process holds it.
+
+    A file that exists but is not a DuckDB database raises StoreError; it is never recreated.
+    """
+    path = Path(path)
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise StoreError(f"store not found: {path} (run `engram init` first)")
+    deadline = time.monotonic() + lock_timeout_s
+    delay = 0.02
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.Error as exc:
+            if _is_lock_error(exc) and time.monotonic() < deadline:
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.2)  # short: a waiting reader should get in soon after a commit
+                continue
+            if _is_lock_error(exc):
+                raise StoreError(
+                    f"store {path} is locked by another process for more than {lock_timeout_s}s"
+                ) from exc
+            raise StoreError(f"cannot open store {path}: {exc}") from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def transaction(con: Connection) -> Iterator[Connection]:
+    """One DuckDB transaction: committed on success, rolled back on any error."""
+    con.execute("begin transaction")
+    try:
+        yield con
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
+def query(con: Connection, name: str, **params: Any) -> pl.DataFrame:
+    """Run a named query and return its rows as a polars DataFrame."""
+    return con.sql(sql(name), params=params or None).pl()
+
+
+def query_arrow(con: Connection, name: str, **params: Any) -> pa.Table:
+    """Run a named query and return its rows as an Arrow table."""
+    return con.sql(sql(name), params=params or None).to_arrow_table()
+
+
+def rows(con: Connection, name: str, **params: Any) -> list[tuple]:
+    """Run a named query and return its rows as tuples."""
+    return con.execute(sql(name), params or None).fetchall()
+
+
+def execute(con: Connection, name: str, **params: Any) -> None:
+    """Run one named statement."""
+    con.execute(sql(name), params or None)
+
+
+@contextmanager
+def registered(con: Connection, name: str, frame: pl.DataFrame | pa.Table) -> Iterator[None]:
+    """Expose a DataFrame to SQL as `name` for a bulk statement, then unregister it."""
+    con.register(name, frame)
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+def migrate(con: Connection) -> list[str]:
+    """Apply sql/schema/*.sql in order (idempotent DDL), record versions, refresh views."""
+    execute(con, "queries/create_schema_migrations")
+    applied = {v for (v,) in rows(con, "queries/applied_migrations")}
+    newly: list[str] = []
+    for path in sorted((SQL_DIR / "schema").glob("*.sql")):
+        text = path.read_text()
+        with transaction(con):
+            con.execute(text)  # files are idempotent, so re-running an applied one is harmless
+            if path.stem not in applied:
+                checksum = hashlib.sha256(text.encode()).hexdigest()
+                execute(con, "queries/record_migration", version=path.stem, checksum=checksum)
+                newly.append(path.stem)
+    for path in sorted((SQL_DIR / "views").glob("*.sql")):
+        con.execute(path.read_text())
+    return newly
+
+
+_migrated: set[str] = set()  # store paths this process has migrated
+
+
+@contextmanager
+def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
+    """Connect to settings.db_path; the first writable connection of a process migrates.
+
+    With ENGRAM_SHARDS > 1 the base path holds no tenant: opening it means a caller forgot to route
+    by tenant (engram.sharding.settings_for_tenant), so it is refused instead of silently empty.
+    """
+    if getattr(settings, "shards", 1) > 1 and ".shard-" not in Path(settings.db_path).name:
+        raise StoreError(
+            f"ENGRAM_SHARDS={settings.shards}: {settings.db_path} is the unsharded path; "
+            "open the tenant's shard (engram.sharding.settings_for_tenant)"
+        )
+    with connect(settings.db_path, read_only=read_only, lock_timeout_s=settings.lock_timeout_s) as con:
+        if not read_only:
+            path = Path(settings.db_path).resolve()
+            key = f"{path}:{path.stat().st_ino}"  # a file recreated at the same path migrates again
+            if key not in _migrated:
+                migrate(con)
+                _migrated.add(key)
+        yield con
+
+
+@contextmanager
+def open_reader(settings: Any) -> Iterator[Connection]:
+    """A read-only connection when the store exists (many reader processes can share it), else open_store."""
+    if Path(settings.db_path).exists():
+        with connect(settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+            yield con
+    else:
+        with open_store(settings) as con:
+            yield con

@@ -1,0 +1,101 @@
+"""Run bookkeeping: stage records (for resume and reports) and per-tenant leases."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+from engram.errors import EngramError
+from engram.store import db
+from engram.text.normalize import stable_id
+
+
+class LeaseHeld(EngramError):
+    """Another consolidation run holds this tenant."""
+
+    code = "lease_held"
+
+
+def make_run_id(as_of: datetime) -> str:
+    """A run id derived from as_of, so a re-run for the same as_of resumes the same run."""
+    return f"run-{as_of:%Y%m%dT%H%M%S}-{stable_id('r', as_of.isoformat())[-8:]}"
+
+
+def holder_id() -> str:
+    """Who holds a lease: host and pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def completed_counts(con: db.Connection, run_id: str, user_id: str, stage: str) -> dict[str, Any] | None:
+    """The counts of a stage this run already completed for the tenant, else None."""
+    found = db.rows(con, "queries/stage_run", run_id=run_id, user_id=user_id, stage=stage)
+    if found and found[0][0] == "completed":
+        return json.loads(found[0][1]) if found[0][1] else {}
+    return None
+
+
+def record_stage(
+    con: db.Connection,
+    run_id: str,
+    user_id: str,
+    stage: str,
+    as_of: datetime,
+    started_at: datetime,
+    counts: dict[str, Any],
+    status: str = "completed",
+    watermark: datetime | None = None,
+    error: str | None = None,
+) -> None:
+    """Write the stage's runs row (inside the stage's own write transaction)."""
+    finished = datetime.now()
+    db.execute(
+        con, "queries/record_stage", run_id=run_id, user_id=user_id, stage=stage, status=status,
+        as_of=as_of, started_at=started_at, finished_at=finished, watermark=watermark,
+        counts=json.dumps(counts, default=str), duration_ms=(finished - started_at).total_seconds() * 1000,
+        error=error,
+    )
+
+
+def _holder_is_dead(holder: str) -> bool:
+    """True when the holder ran on this host and its process no longer exists."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+@contextmanager
+def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = timedelta(hours=2)) -> Iterator[None]:
+    """Hold the tenant's consolidation lease for the block; LeaseHeld if another live run has it."""
+    holder = holder_id()
+    now = datetime.now()
+    with db.open_store(settings) as con, db.transaction(con):
+        db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
+                   now=now, expires_at=now + ttl)
+        current = db.rows(con, "queries/lease_holder", user_id=user_id)
+    if current and current[0][0] != holder and _holder_is_dead(current[0][0]):
+        # the holder was killed on this host (kill -9, OOM): its lease is void, take it over
+        with db.open_store(settings) as con, db.transaction(con):
+            db.execute(con, "queries/release_lease", user_id=user_id, holder=current[0][0])
+            db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
+                       now=now, expires_at=now + ttl)
+            current = db.rows(con, "queries/lease_holder", user_id=user_id)
+    if not current or current[0][0] != holder:
+        other = current[0] if current else ("?", "?", "?")
+        raise LeaseHeld(f"tenant {user_id} is being consolidated by {other[0]} (run {other[1]}) until {other[2]}")
+    try:
+        yield
+    finally:
+        with db.open_store(settings) as con:
+            db.execute(con, "queries/release_lease", user_id=user_id, holder=holder)

@@ -1,0 +1,1 @@
+"""Text heuristics: normalising and hashing, sentences, claims and their valence."""

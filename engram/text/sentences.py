@@ -1,0 +1,189 @@
+"""Rule-based text heuristics for facts: claim type, self-containedness, valence conflicts."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9']+")
+NEGATIONS = {
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without",
+    "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't",
+    "can't", "couldn't", "shouldn't", "hasn't", "haven't", "hadn't", "dont", "doesnt", "didnt",
+    "isnt", "arent", "wasnt", "cant", "wont", "n't", "nobody", "nowhere",
+}
+# Word pairs whose swap flips a statement. Pairs that mostly mark a different subject or scene
+# rather than a contradiction (man/woman, boy/girl, sitting/standing, up/down, in/out, on/off,
+# inside/outside) were dropped: on SICK train they fired 255 times with precision 0.02
+# (bench/QUALITY.md, contradiction section).
+ANTONYMS = [
+    ("love", "hate"), ("loves", "hates"), ("like", "dislike"), ("likes", "dislikes"),
+    ("always", "never"), ("true", "false"), ("yes", "no"), ("open", "closed"), ("alive", "dead"),
+    ("increase", "decrease"), ("increased", "decreased"), ("win", "lose"), ("won", "lost"),
+    ("accept", "reject"), ("accepted", "rejected"), ("start", "stop"), ("started", "stopped"),
+    ("married", "divorced"), ("enjoy", "dislike"), ("enjoys", "dislikes"), ("before", "after"),
+    ("early", "late"), ("allow", "forbid"), ("agree", "disagree"), ("possible", "impossible"),
+    ("happy", "sad"), ("old", "new"), ("full", "empty"), ("safe", "dangerous"), ("cheap", "expensive"),
+    ("fast", "slow"), ("vegetarian", "carnivore"), ("smoker", "nonsmoker"), ("employed", "unemployed"),
+    ("prefer", "avoid"), ("prefers", "avoids"), ("asleep", "awake"), ("quit", "joined"), ("left", "joined"),
+]
+_ANTONYM_OF: dict[str, set[str]] = {}
+for _a, _b in ANTONYMS:
+    _ANTONYM_OF.setdefault(_a, set()).add(_b)
+    _ANTONYM_OF.setdefault(_b, set()).add(_a)
+
+PREFERENCE = re.compile(r"\b(love|loves|like|likes|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b")
+GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope to|hopes to|going to|aim to|dream of)\b")
+ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
+QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
+PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
+FIRST_PERSON = {"i", "my", "me", "we", "our", "us"}  # also as the head of "i'm", "we've", ...
+FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yes|no|sure)\b[!,. ]*", re.I)
+
+
+def words(text: str) -> list[str]:
+    """Lowercased word tokens."""
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+def claim_type(text: str) -> str:
+    """fact | preference | assumption | goal, by simple cues."""
+    lower = text.lower()
+    if GOAL.search(lower):
+        return "goal"
+    if PREFERENCE.search(lower):
+        return "preference"
+    if ASSUMPTION.search(lower):
+        return "assumption"
+    return "fact"
+
+
+def self_containedness(text: str) -> float:
+    """0..1: how well a sentence stands alone as a fact (no question, no dangling pronoun, not filler)."""
+    score = 1.0
+    stripped = text.strip()
+    n = len(words(stripped))
+    if stripped.endswith("?") or QUESTION_START.match(stripped):
+        score -= 0.5
+    if PRONOUN_START.match(stripped):
+        score -= 0.25
+    if FILLER.match(stripped):
+        score -= 0.2
+    if n < 4:
+        score -= 0.4
+    elif n > 60:
+        score -= 0.2
+    return max(score, 0.0)
+
+
+def states_own_fact(sentence: str) -> bool:
+    """Whether a sentence alone is worth a fact: fully self-contained and about the speaker ("I adopted a dog")."""
+    return self_containedness(sentence) >= 1.0 and any(t.split("'")[0] in FIRST_PERSON for t in words(sentence))
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a text; a question and its short answer stay together ("Who coaches? Dan.")."""
+    sentences: list[str] = []
+    for s in (s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip())):
+        if s and sentences and sentences[-1].endswith("?") and len(words(s)) < 4:
+            sentences[-1] = f"{sentences[-1]} {s}"  # a question and its short answer state one thing together
+        elif s:
+            sentences.append(s)
+    return sentences
+
+
+def best_sentence(text: str, max_chars: int = 400) -> str:
+    """The most self-contained sentence of a turn (a turn often opens with filler)."""
+    sentences = split_sentences(text)
+    if not sentences:
+        return text.strip()[:max_chars]
+    best = max(sentences, key=lambda s: (self_containedness(s), len(s)))
+    return best[:max_chars]
+
+
+# Conversational idioms that carry a negation word but assert, not deny ("can't wait!", "not just a
+# hobby", "no matter what"): counted as negations they were most of the alarms between the turns of
+# one LoCoMo conversation (bench/QUALITY.md, contradiction section).
+NEGATION_IDIOMS = re.compile(
+    r"\b(?:can'?t wait|cannot wait|no matter|not just|not only|no problem|no worries|no doubt"
+    r"|never mind|nothing but|(?:can|could)'?t (?:believe|imagine|be happier|agree more)"
+    r"|not bad|without a doubt|long time no see"
+    r"|(?:is|are|was|were|do|does|did|can|could|will|would)n'?t (?:it|you|they|we|he|she|that|there)\?)"
+)
+
+
+def _negations(text: str) -> int:
+    tokens = words(NEGATION_IDIOMS.sub(" ", text.lower().replace("\u2019", "'")))
+    return sum(1 for t in tokens if t in NEGATIONS or t.endswith("n't"))
+
+
+# A name is a capitalised word ("Lisbon", "Secretariat"). The text's first word (a sentence start,
+# or a speaker prefix: "Caroline: ...") and capitalised function words are not names: two speakers
+# saying the same thing are two subjects, not a conflict.
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_][\w'\u2019-]*")
+_NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+_SPEAKER = re.compile(r"^\s*[^\W\d][\w .'-]{0,40}:\s+")
+_NOT_NAMES = {
+    "i", "i'm", "i've", "i'd", "i'll", "a", "an", "the", "he", "she", "we", "they", "it", "you", "my", "our",
+    "your", "his", "her", "their", "its", "this", "that", "these", "those", "there", "then", "what", "when",
+    "where", "who", "why", "how", "which", "and", "but", "or", "so", "yes", "no", "ok", "okay", "oh", "hey",
+    "hi", "hello", "thanks", "well", "also", "just", "if", "as", "in", "on", "at", "for", "to", "of", "with",
+    "after", "before", "today", "yesterday", "tomorrow", "wow", "sure", "yeah", "great", "cool", "not",
+}
+SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common to be about the same thing
+NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
+# Function words say nothing about what a statement is about: "The team standup happens at 9:30 each
+# weekday" and "Our standup is now at 10:30 every weekday" share most of their content words.
+STOPWORDS = _NOT_NAMES | {
+    "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "has", "have", "had", "will",
+    "would", "can", "could", "shall", "should", "may", "might", "must", "now", "each", "every", "very", "too",
+    "by", "from", "about", "into", "over", "than", "up", "out", "off", "me", "us", "him", "them", "own", "all",
+    "any", "some", "s", "t", "still", "again", "really", "yet",
+}
+
+
+def _content(tokens: set[str], values: set[str]) -> set[str]:
+    """Words that carry what a statement is about: no function words, no numbers or names (the values)."""
+    return {t for t in tokens if t not in STOPWORDS and t not in values and not t[0].isdigit()}
+
+
+def names(text: str) -> set[str]:
+    """Capitalised words past the first (names), lowercased."""
+    out = set()
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        tok = m.group()
+        if i > 0 and tok[0].isupper() and tok.lower() not in _NOT_NAMES:
+            out.add(tok.lower())
+    return out
+
+
+def valence_conflict(a: str, b: str) -> str | None:
+    """Why two similar statements disagree (negation, antonym, different value), or None.
+
+    Negations are counted, not taken modulo 2: "is not X and is not Y" against "is X and is Y"
+    differs by two negations and is still a conflict. A different value is a statement about the
+    same thing (half the content words shared) with other numbers ("at 9:30" / "at 10:30"), or with one
+    name swapped for another in an otherwise equal sentence ("I live in Lisbon" / "I live in Porto").
+    """
+    if _negations(a) != _negations(b):
+        return "negation"
+    sa, sb = set(words(a)), set(words(b))
+    only_a, only_b = sa - sb, sb - sa
+    for word in only_a:
+        if _ANTONYM_OF.get(word, set()) & only_b:
+            return "antonym"
+    # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
+    # in the statement nor what it is about
+    a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
+    va, vb = set(words(a)), set(words(b))
+    ma, mb = names(a), names(b)
+    ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
+    if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
+        return None
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    if na and nb and na != nb:
+        return "different value"
+    # a name the other side also uses anywhere, its speaker included ("Bye Nate!" said by Joanna, "Bye
+    # Joanna!" said by Nate), is no swap
+    if ma - sb and mb - sa and max(len(va - vb), len(vb - va)) <= NAME_SWAP_MAX_WORDS:
+        return "different value"
+    return None

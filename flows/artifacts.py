@@ -1,0 +1,27 @@
+"""The artifacts a consolidation run publishes on its Prefect flow run page (nightly and sharded)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from engram.consolidate.report import run_report_markdown
+
+
+def publish_run_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any]) -> None:
+    """The run report (markdown) and the table of changed facts, as Prefect artifacts of the flow run."""
+    key = run_id.lower().replace("_", "-")
+    create_markdown_artifact(
+        key=f"report-{key}"[:100],
+        markdown=run_report_markdown(run_id, as_of, dry_run, results),
+        description=f"nightly consolidation {run_id}",
+    )
+    rows = [
+        {"user_id": tenant, **change}
+        for tenant, stages in results.items()
+        for change in (stages.get("publish") or {}).get("changes", [])
+    ]
+    if rows:
+        create_table_artifact(key=f"changes-{key}"[:100], table=rows, description="facts changed by this run")

@@ -1,0 +1,1 @@
+"""Every SQL statement engram runs (schema/, queries/, checks/, views/), shipped as engram.sql."""

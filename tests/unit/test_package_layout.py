@@ -1,0 +1,115 @@
+"""The package's shape: no import circle, Prefect only in flows/tasks/deployments, nothing imports bench."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# where each shipped package lives in the checkout (pyproject's package-dir)
+PACKAGE_DIRS = {
+    "engram": ROOT / "engram",
+    "engram.flows": ROOT / "flows",
+    "engram.tasks": ROOT / "tasks",
+    "engram.deployments": ROOT / "deployments",
+}
+PREFECT_ALLOWED = ("engram.flows", "engram.tasks", "engram.deployments")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package, folder in PACKAGE_DIRS.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if package == "engram" and parts and parts[0] in {"flows", "tasks", "deployments"}:
+                continue
+            found[name] = path
+    return found
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """Every engram module a file imports, at any depth (function-level imports count too)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in modules:
+                    out.add(sub)
+                elif node.module in modules:
+                    out.add(node.module)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, set(modules)) - {name} for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_package_has_no_import_circle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_only_flows_tasks_and_deployments_import_prefect() -> None:
+    offenders = []
+    for name, path in _modules().items():
+        if name.startswith(PREFECT_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if any(n == "prefect" or n.startswith("prefect.") for n in names):
+                    offenders.append(name)
+    assert offenders == []
+
+
+def test_shipped_code_never_imports_bench_or_top_level_flows() -> None:
+    offenders = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(m.split(".")[0] in {"bench", "flows", "tasks", "deployments"} for m in mods):
+                offenders.append(name)
+    assert offenders == []
