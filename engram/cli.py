@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.terminal_text import echo
+
 from engram.errors import EngramError
 from engram.settings import Settings, load_settings
 
@@ -32,19 +34,19 @@ def settings_or_exit(**overrides: Any) -> Settings:
 def fail(exc: Exception) -> None:
     """Print a typed error (code and message, no stack trace) and exit with status 2."""
     code = getattr(exc, "code", "internal_error")
-    typer.echo(f"error [{code}]: {exc}", err=True)
+    echo(f"error [{code}]: {exc}", err=True)
     raise typer.Exit(2)
 
 
 def emit(value: Any, as_json: bool) -> None:
     """Print a result as JSON or as plain lines."""
     if as_json:
-        typer.echo(json.dumps(value, default=str, indent=2))
+        typer.echo(json.dumps(value, default=str, indent=2))  # exact: json escapes control characters
     elif isinstance(value, list):
         for item in value:
-            typer.echo(item)
+            echo(item)
     else:
-        typer.echo(value)
+        echo(value)
 
 
 @app.callback()
@@ -65,7 +67,7 @@ def init(db: Annotated[Path | None, typer.Option(help="Store file.")] = None) ->
             applied = store.migrate(con)
     except EngramError as exc:
         fail(exc)
-    typer.echo(f"store ready: {s.db_path} ({len(applied)} schema file(s) applied)")
+    echo(f"store ready: {s.db_path} ({len(applied)} schema file(s) applied)")
 
 
 @app.command()
@@ -76,7 +78,7 @@ def config(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         emit(values, True)
         return
     for name, value in values.items():
-        typer.echo(f"ENGRAM_{name.upper():32} {value}")
+        echo(f"ENGRAM_{name.upper():32} {value}")
 
 
 @app.command()
@@ -103,7 +105,7 @@ def ingest(
                                      require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
-            typer.echo(f"{file}: {err}", err=True)
+            echo(f"{file}: {err}", err=True)
         fail(exc)
     except EngramError as exc:
         fail(exc)
@@ -112,9 +114,9 @@ def ingest(
     if as_json:
         emit(summary, True)
         return
-    typer.echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
+    echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
     for err in result.invalid:
-        typer.echo(f"skipped {file}: {err}", err=True)
+        echo(f"skipped {file}: {err}", err=True)
 
 
 @app.command()
@@ -134,7 +136,7 @@ def embed(
                     for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
         fail(exc)
-    typer.echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
+    echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
 
 
 @app.command()
@@ -161,9 +163,9 @@ def stats(
         emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
         return
     if not rows:
-        typer.echo("the store is empty")
+        echo("the store is empty")
     for table, user_id, status, n in rows:
-        typer.echo(f"{table:14} {user_id:24} {status:16} {n}")
+        echo(f"{table:14} {user_id:24} {status:16} {n}")
 
 
 def _register_optional_commands() -> None:

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from engram.terminal_text import echo
+
 
 def register(app: typer.Typer) -> None:
     """Add the `check` command."""
@@ -35,8 +37,8 @@ def register(app: typer.Typer) -> None:
             emit({"ok": ok, "checks": report}, True)
         else:
             for name, r in report.items():
-                typer.echo(f"{'ok  ' if r['violations'] == 0 else 'FAIL'} {name}: {r['violations']}")
+                echo(f"{'ok  ' if r['violations'] == 0 else 'FAIL'} {name}: {r['violations']}")
                 for row in r["rows"]:
-                    typer.echo(f"       {row}")
+                    echo(f"       {row}")
         if not ok:
             raise typer.Exit(1)

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.terminal_text import echo
+
 SAMPLE_DATA = Path(__file__).resolve().parent.parent / "data" / "sample_episodes.jsonl"
 DEMO_QUERIES = ("what does the user eat?", "when is the team standup?", "what does the user drink in the morning?")
 
@@ -48,7 +50,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit(result, True)
             return
-        typer.echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
+        echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                        result["dry_run"], result["tenants"]))
 
     @app.command()
@@ -81,7 +83,7 @@ def register(app: typer.Typer) -> None:
                 n = fact_ops.revert_run(con, user, run_id, datetime.now())
         except EngramError as exc:
             fail(exc)
-        typer.echo(f"reverted {n} change(s) of {run_id} for {user}")
+        echo(f"reverted {n} change(s) of {run_id} for {user}")
 
     @app.command()
     def demo(

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from engram.terminal_text import echo
+
 
 def register(app: typer.Typer) -> None:
     """Add the `eval` command."""
@@ -44,7 +46,7 @@ def register(app: typer.Typer) -> None:
         paths = quality.resolve_paths(data or quality.DEFAULT_DATA, {})
         try:
             result = quality.run(paths, quality.QUICK if quick else quality.FULL, embedder, True, chosen,
-                                 progress=(lambda _m: None) if as_json else typer.echo, llm=llm)
+                                 progress=(lambda _m: None) if as_json else echo, llm=llm)
         except EngramError as exc:
             fail(exc)
             return
@@ -56,6 +58,6 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit(summary, True)
         else:
-            typer.echo(f"wrote {files['report']} ({result['wall_s']:.0f} s)")
+            echo(f"wrote {files['report']} ({result['wall_s']:.0f} s)")
             for key, value in headline(result).items():
-                typer.echo(f"{key}: {value}")
+                echo(f"{key}: {value}")
