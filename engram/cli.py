@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,13 +13,15 @@ import typer
 
 from engram.terminal_text import echo
 
-from engram.errors import EngramError
+from engram.cli_guard import GuardedGroup, debug_enabled, needs_existing_store
+from engram.errors import EngramError, LLMError
 from engram.settings import Settings, load_settings
 
 app = typer.Typer(
     help="engram: long-term memory for AI agents, consolidated nightly.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=GuardedGroup,
 )
 
 
@@ -32,10 +35,14 @@ def settings_or_exit(**overrides: Any) -> Settings:
 
 
 def fail(exc: Exception) -> None:
-    """Print a typed error (code and message, no stack trace) and exit with status 2."""
+    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed)."""
+    import traceback
+
+    if debug_enabled():
+        traceback.print_exception(exc)
     code = getattr(exc, "code", "internal_error")
     echo(f"error [{code}]: {exc}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(1 if isinstance(exc, LLMError) else 2)
 
 
 def emit(value: Any, as_json: bool) -> None:
@@ -50,10 +57,23 @@ def emit(value: Any, as_json: bool) -> None:
 
 
 @app.callback()
-def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False) -> None:
+def main(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
+) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    if debug:
+        os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows
+    if needs_existing_store(ctx):  # only init, ingest and demo create a store
+        from engram.store_presence import require_store
+
+        try:
+            require_store(settings_or_exit())
+        except EngramError as exc:
+            fail(exc)
 
 
 @app.command()
@@ -106,7 +126,8 @@ def ingest(
     except IngestRejected as exc:
         for err in exc.errors[:50]:
             echo(f"{file}: {err}", err=True)
-        fail(exc)
+        more = f" ({len(exc.errors) - 50} more not shown)" if len(exc.errors) > 50 else ""
+        fail(IngestRejected.summary(exc.errors, more))  # the rows are listed above: not twice
     except EngramError as exc:
         fail(exc)
     summary = {"received": result.received, "inserted": result.inserted,
@@ -153,7 +174,7 @@ def stats(
         rows = []
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
-            with store.open_store(shard) as con:
+            with store.open_store(shard, read_only=True) as con:
                 rows += store.rows(con, "queries/stats", user_id=user)
         if len(shards) > 1:
             rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))

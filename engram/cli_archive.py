@@ -66,7 +66,7 @@ def removal_candidates_cmd(
     from engram.cli import emit
 
     result = _run(list_removal_candidates, user_id=user, table=table, status=status,
-                  older_than_days=older_than_days, as_of=as_of, sample=sample)
+                  older_than_days=older_than_days, as_of=as_of, sample=sample, read_only=True)
     if as_json:
         emit(result, True)
         return

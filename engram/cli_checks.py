@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         s = settings_or_exit()
         report: dict[str, dict] = {}
         try:
-            with db.open_store(s) as con:
+            with db.open_store(s, read_only=True) as con:
                 for name in check_names():
                     bad = check_rows(con, name)
                     report[name] = {"violations": bad.height, "rows": bad.head(show).to_dicts()}

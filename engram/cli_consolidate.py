@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_or_exit()
         try:
-            info = explain_fact(s, user, fact_id)
+            info = explain_fact(s, user, fact_id, read_only=True)
         except EngramError as exc:
             fail(exc)
         emit(info if as_json else format_explanation(info), as_json)

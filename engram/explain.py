@@ -10,9 +10,9 @@ from engram.settings import Settings
 from engram.terminal_text import safe
 
 
-def explain_fact(settings: Settings, user_id: str, fact_id: str) -> dict[str, Any]:
+def explain_fact(settings: Settings, user_id: str, fact_id: str, read_only: bool = False) -> dict[str, Any]:
     """Everything that explains the fact's current text, confidence and status."""
-    with db.open_store(settings) as con:
+    with db.open_store(settings, read_only=read_only) as con:
         fact = db.query(con, "queries/explain_fact", user_id=user_id, fact_id=fact_id)
         if fact.height == 0:
             raise InvalidInput(f"fact_id: unknown fact {fact_id!r} for tenant {user_id!r}")

@@ -64,6 +64,11 @@ class IngestRejected(InvalidInput):
         more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
         super().__init__(f"{len(errors)} invalid row(s), nothing ingested: {shown}{more}")
 
+    @classmethod
+    def summary(cls, errors: list[RowError], note: str = "") -> InvalidInput:
+        """The one-line count for a caller that already printed every row error."""
+        return InvalidInput(f"{len(errors)} invalid row(s), nothing ingested{note}")
+
 
 def _parse_time(value: Any) -> datetime:
     if isinstance(value, datetime):

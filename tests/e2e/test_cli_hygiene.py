@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -103,21 +102,27 @@ def test_init_creates_the_store(settings, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def read_only_store(settings, tmp_path: Path):
+def held_read_only(settings, tmp_path: Path):
+    """A store another process holds open read-only (as a backup job or a read-only mount would):
+    a writable open waits for the lock, a read-only open shares it."""
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"user_id": U, "content": "I like tea", "created_at": "2024-01-01T10:00:00Z"}) + "\n")
     assert invoke("ingest", str(rows))[0] == 0
     with db.open_store(settings) as con:
         claim(con, U, "f1", "The user likes tea")
-    path = Path(settings.db_path)
-    path.chmod(stat.S_IRUSR | stat.S_IRGRP)
-    tmp_path.chmod(stat.S_IRUSR | stat.S_IXUSR)  # no WAL file can be created either
-    yield path
-    tmp_path.chmod(stat.S_IRWXU)
-    path.chmod(stat.S_IRUSR | stat.S_IWUSR)
+        (ep,), = con.execute("select id from episodes").fetchall()
+        con.execute("insert into fact_sources (user_id, fact_id, episode_id, relation, similarity) "
+                    "values (?, 'f1', ?, 'extracted_from', 0.9)", [U, ep])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+         "print('held', flush=True); time.sleep(120)", str(settings.db_path)],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    yield Path(settings.db_path)
+    holder.kill()
+    holder.wait()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
 @pytest.mark.parametrize("args", [
     ("stats",),
     ("check",),
@@ -126,7 +131,7 @@ def read_only_store(settings, tmp_path: Path):
     ("search", "tea", "--user", U, "--method", "lexical"),
     ("claim", "list", "--user", U),
 ])
-def test_read_commands_work_on_a_read_only_store(read_only_store: Path, tmp_path: Path, args) -> None:
-    proc = engram(*args, cwd=tmp_path, ENGRAM_DB_PATH=str(read_only_store))
+def test_read_commands_open_the_store_read_only(held_read_only: Path, tmp_path: Path, args) -> None:
+    proc = engram(*args, cwd=tmp_path, ENGRAM_DB_PATH=str(held_read_only), ENGRAM_LOCK_TIMEOUT_S="1")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
