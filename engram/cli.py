@@ -130,6 +130,8 @@ def ingest(
         fail(IngestRejected.summary(exc.errors, more))  # the rows are listed above: not twice
     except EngramError as exc:
         fail(exc)
+    if result.received == 0:
+        echo(f"{file}: no records in the file, nothing ingested", err=True)
     summary = {"received": result.received, "inserted": result.inserted,
                "duplicates": result.duplicates, "invalid": [str(e) for e in result.invalid]}
     if as_json:

@@ -7,9 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.tenant import normalise_user_option
+
 from engram.terminal_text import echo
 
-User = Annotated[str | None, typer.Option("--user", help="Only this tenant (user_id).")]
+User = Annotated[str | None, typer.Option("--user", help="Only this tenant (user_id).", callback=normalise_user_option)]
 Table = Annotated[str | None, typer.Option("--table", help="episodes | facts (fact_sources follow their facts).")]
 Status = Annotated[str | None, typer.Option("--status", help="Only this retired status, e.g. deprecated.")]
 OlderThan = Annotated[int | None, typer.Option("--older-than-days", help="Age of the status change in days "

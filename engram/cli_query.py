@@ -7,9 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.tenant import normalise_user_option
+
 from engram.terminal_text import echo, safe
 
-User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
+User = Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 Private = Annotated[bool, typer.Option("--include-private", help="Also return private rows.")]
 Tags = Annotated[list[str] | None, typer.Option("--tag", help="Only rows with any of these tags (repeatable).")]

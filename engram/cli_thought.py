@@ -8,9 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.tenant import normalise_user_option
+
 from engram.terminal_text import echo, safe
 
-User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
+User = Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Private = Annotated[bool, typer.Option("--include-private", help="Also show private records.")]
 Limit = Annotated[int, typer.Option(help="At most this many rows.")]

@@ -20,6 +20,7 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
+from engram.tenant import normalise_user_id
 from engram.errors import EngramError, InvalidInput
 from engram.mcp_tools import BY_NAME, TOOLS, ToolContext
 from engram.settings import Settings
@@ -57,6 +58,7 @@ class EngramMCP:
         if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 512:
             raise InvalidInput("user: the MCP server needs a non-empty user_id (--user or ENGRAM_MCP_USER_ID)")
         self.settings = settings
+        user_id = normalise_user_id(user_id, "user")
         self.ctx = ToolContext(settings_for_tenant(settings, user_id), user_id)
         self.schemas = {t.name: t.schema(settings) for t in TOOLS}
         self.validators = {n: Draft202012Validator(s) for n, s in self.schemas.items()}

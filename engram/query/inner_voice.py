@@ -9,6 +9,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from engram import db
+from engram.tenant import normalise_user_id
 from engram.errors import EngramError, FeatureDisabled, LLMError
 from engram.ingest import EPISODE_SCHEMA, validate_record
 from engram.query import candidates
@@ -52,7 +53,7 @@ def inner_voice(
     if not settings.enable_inner_voice:
         raise FeatureDisabled("inner_voice is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(content, "content")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     top_k = require_int(settings.top_k if top_k is None else top_k, "top_k", 1, 50)
     sim_thresh = require_unit(settings.sim_thresh if sim_thresh is None else sim_thresh, "sim_thresh")
     confidence_min = require_unit(confidence_min, "confidence_min")

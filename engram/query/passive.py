@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engram import db
+from engram.tenant import normalise_user_id
 from engram.errors import InvalidInput
 from engram.query.common import require_int, require_text, utcnow
 from engram.query.search import Hit, search_memory
@@ -61,7 +62,7 @@ def prefetch_context(
     embedder: Any = None,
 ) -> Prefetched:
     """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn."""
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     require_int(n_turns, "n_turns", 1, 50)
     require_int(k, "k", 1, 20)
     if isinstance(recent_turns, str) or not all(isinstance(t, str) for t in recent_turns):

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engram import db
+from engram.tenant import normalise_user_id
 from engram.errors import EngramError, FeatureDisabled, StoreError
 from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_tags, require_text, require_unit, utcnow
@@ -57,7 +58,7 @@ def retrieve(
     if not settings.enable_inner_voice:
         raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(query, "query")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     top_k = require_int(settings.retrieve_top_k if top_k is None else top_k, "top_k", 1, 50)
     mix = require_unit(settings.inner_voice_mix if mix is None else mix, "mix")
     if floor is not None:

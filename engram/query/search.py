@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engram import db
+from engram.tenant import normalise_user_id
 from engram.claims import valence_conflict
 from engram.errors import InvalidInput
 from engram.query import candidates
@@ -86,7 +87,7 @@ def search_memory(
 ) -> list[Hit]:
     """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
     require_text(query, "query")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     if not isinstance(search_type, str) or search_type not in SEARCH_TYPES:
         raise InvalidInput(f"search_type: expected one of {sorted(SEARCH_TYPES)}, got {search_type!r}")
     if not isinstance(method, str) or method not in METHODS:
