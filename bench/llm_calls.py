@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from engram import embed
-from engram.consolidate import stages as consolidate
+from engram.consolidate.stages import stages as consolidate
 from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
 from engram.consolidate.llm_extract import build_prompt as extraction_prompt
 from engram.consolidate.resolve import resolve_pending

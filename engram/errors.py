@@ -41,3 +41,9 @@ class NotImplementedFeature(EngramError):
     """A feature that exists in the interface but is not built yet."""
 
     code = "not_implemented"
+
+
+class StoreMissing(StoreError):
+    """No store at the configured path: only init, ingest and demo create one."""
+
+    code = "no_store"

@@ -204,10 +204,11 @@ def list_removal_candidates(
     older_than_days: int | None = None,
     as_of: datetime | None = None,
     sample: int = 5,
+    read_only: bool = False,
 ) -> dict[str, Any]:
     """What the archive would take now: counts per table, tenant and status, and a sample of ids."""
     statuses, cutoff, as_of, days = _selection(settings, table, status, older_than_days, as_of)
-    with db.open_store(settings) as con:
+    with db.open_store(settings, read_only=read_only) as con:
         due = due_rows(con, user_id, statuses, cutoff)
         sources = {
             u: _sources_count(con, u, due.filter((pl.col("user_id") == u) & (pl.col("table_name") == "facts")))

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from engram.errors import EngramError
+from engram.cli.guard import GuardedGroup, debug_enabled, needs_existing_store
+from engram.errors import EngramError, LLMError
 from engram.settings import Settings, load_settings
+from engram.text.terminal import echo
 
 app = typer.Typer(
     help="engram: long-term memory for AI agents, consolidated nightly.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=GuardedGroup,
 )
 
 
@@ -30,28 +34,45 @@ def settings_or_exit(**overrides: Any) -> Settings:
 
 
 def fail(exc: Exception) -> None:
-    """Print a typed error (code and message, no stack trace) and exit with status 2."""
+    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed)."""
+    import traceback
+
+    if debug_enabled():
+        traceback.print_exception(exc)
     code = getattr(exc, "code", "internal_error")
-    typer.echo(f"error [{code}]: {exc}", err=True)
-    raise typer.Exit(2)
+    echo(f"error [{code}]: {exc}", err=True)
+    raise typer.Exit(1 if isinstance(exc, LLMError) else 2)
 
 
 def emit(value: Any, as_json: bool) -> None:
     """Print a result as JSON or as plain lines."""
     if as_json:
-        typer.echo(json.dumps(value, default=str, indent=2))
+        typer.echo(json.dumps(value, default=str, indent=2))  # exact: json escapes control characters
     elif isinstance(value, list):
         for item in value:
-            typer.echo(item)
+            echo(item)
     else:
-        typer.echo(value)
+        echo(value)
 
 
 @app.callback()
-def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False) -> None:
+def main(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
+) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    if debug:
+        os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows
+    if needs_existing_store(ctx):  # only init, ingest and demo create a store
+        from engram.store.presence import require_store
+
+        try:
+            require_store(settings_or_exit())
+        except EngramError as exc:
+            fail(exc)
 
 
 @app.command()
@@ -65,7 +86,7 @@ def init(db: Annotated[Path | None, typer.Option(help="Store file.")] = None) ->
             applied = store.migrate(con)
     except EngramError as exc:
         fail(exc)
-    typer.echo(f"store ready: {s.db_path} ({len(applied)} schema file(s) applied)")
+    echo(f"store ready: {s.db_path} ({len(applied)} schema file(s) applied)")
 
 
 @app.command()
@@ -76,7 +97,7 @@ def config(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         emit(values, True)
         return
     for name, value in values.items():
-        typer.echo(f"ENGRAM_{name.upper():32} {value}")
+        echo(f"ENGRAM_{name.upper():32} {value}")
 
 
 @app.command()
@@ -103,18 +124,21 @@ def ingest(
                                      require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
-            typer.echo(f"{file}: {err}", err=True)
-        fail(exc)
+            echo(f"{file}: {err}", err=True)
+        more = f" ({len(exc.errors) - 50} more not shown)" if len(exc.errors) > 50 else ""
+        fail(IngestRejected.summary(exc.errors, more))  # the rows are listed above: not twice
     except EngramError as exc:
         fail(exc)
+    if result.received == 0:
+        echo(f"{file}: no records in the file, nothing ingested", err=True)
     summary = {"received": result.received, "inserted": result.inserted,
                "duplicates": result.duplicates, "invalid": [str(e) for e in result.invalid]}
     if as_json:
         emit(summary, True)
         return
-    typer.echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
+    echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
     for err in result.invalid:
-        typer.echo(f"skipped {file}: {err}", err=True)
+        echo(f"skipped {file}: {err}", err=True)
 
 
 @app.command()
@@ -134,7 +158,7 @@ def embed(
                     for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
         fail(exc)
-    typer.echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
+    echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
 
 
 @app.command()
@@ -151,7 +175,7 @@ def stats(
         rows = []
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
-            with store.open_store(shard) as con:
+            with store.open_store(shard, read_only=True) as con:
                 rows += store.rows(con, "queries/stats", user_id=user)
         if len(shards) > 1:
             rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
@@ -161,14 +185,14 @@ def stats(
         emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
         return
     if not rows:
-        typer.echo("the store is empty")
+        echo("the store is empty")
     for table, user_id, status, n in rows:
-        typer.echo(f"{table:14} {user_id:24} {status:16} {n}")
+        echo(f"{table:14} {user_id:24} {status:16} {n}")
 
 
 def _register_optional_commands() -> None:
     """Commands defined in their own modules, added here so `engram --help` lists them all."""
-    from engram.cli import commands as cli_commands
+    from engram.cli.app import commands as cli_commands
 
     cli_commands.register(app)
 

@@ -7,7 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-User = Annotated[str | None, typer.Option("--user", help="Only this tenant (user_id).")]
+from engram.store.tenant import normalise_user_option
+from engram.text.terminal import echo
+
+User = Annotated[str | None, typer.Option("--user", help="Only this tenant (user_id).", callback=normalise_user_option)]
 Table = Annotated[str | None, typer.Option("--table", help="episodes | facts (fact_sources follow their facts).")]
 Status = Annotated[str | None, typer.Option("--status", help="Only this retired status, e.g. deprecated.")]
 OlderThan = Annotated[int | None, typer.Option("--older-than-days", help="Age of the status change in days "
@@ -49,7 +52,7 @@ def mark_removal_cmd(
         emit(result, True)
         return
     verb = "would mark" if dry_run else "marked"
-    typer.echo(f"{verb} {result['marked']} {table} for removal; {result['already_marked']} already marked, "
+    echo(f"{verb} {result['marked']} {table} for removal; {result['already_marked']} already marked, "
                f"{result['archived']} already archived")
 
 
@@ -64,21 +67,21 @@ def removal_candidates_cmd(
     from engram.cli.app import emit
 
     result = _run(list_removal_candidates, user_id=user, table=table, status=status,
-                  older_than_days=older_than_days, as_of=as_of, sample=sample)
+                  older_than_days=older_than_days, as_of=as_of, sample=sample, read_only=True)
     if as_json:
         emit(result, True)
         return
-    typer.echo(f"due: retired before {result['cutoff']} ({result['older_than_days']} days before {result['as_of']})")
+    echo(f"due: retired before {result['cutoff']} ({result['older_than_days']} days before {result['as_of']})")
     if not result["groups"]:
-        typer.echo("nothing is due")
+        echo("nothing is due")
     for g in result["groups"]:
-        typer.echo(f"{g['table']:10} {g['user_id']:24} {g['status']:12} {g['n']:>8}  oldest {g['oldest']}")
+        echo(f"{g['table']:10} {g['user_id']:24} {g['status']:12} {g['n']:>8}  oldest {g['oldest']}")
     if result["counts"].get("fact_sources"):
-        typer.echo(f"plus {result['counts']['fact_sources']} fact_sources row(s) that leave with their facts")
+        echo(f"plus {result['counts']['fact_sources']} fact_sources row(s) that leave with their facts")
     for s in result["sample"]:
-        typer.echo(f"  e.g. {s['table']} {s['user_id']} {s['id']} ({s['status']} since {s['changed_at']})")
+        echo(f"  e.g. {s['table']} {s['user_id']} {s['id']} ({s['status']} since {s['changed_at']})")
     if result["pending_exports"]:
-        typer.echo(f"{result['pending_exports']} export(s) wait for finalize-removal")
+        echo(f"{result['pending_exports']} export(s) wait for finalize-removal")
 
 
 def export_removals_cmd(
@@ -98,11 +101,11 @@ def export_removals_cmd(
         emit(result, True)
         return
     verb = "would export" if dry_run else "exported"
-    typer.echo(f"{verb} {_rows_line(result['rows'])} in run {result['run_id']} ({len(result['files'])} file(s))")
+    echo(f"{verb} {_rows_line(result['rows'])} in run {result['run_id']} ({len(result['files'])} file(s))")
     for f in result["files"]:
-        typer.echo(f"  {f['export_id']}  {f['path']}  {f['row_count']} rows")
+        echo(f"  {f['export_id']}  {f['path']}  {f['row_count']} rows")
     for tenant, why in result["skipped_tenants"].items():
-        typer.echo(f"skipped tenant {tenant}: {why}", err=True)
+        echo(f"skipped tenant {tenant}: {why}", err=True)
 
 
 def finalize_removal_cmd(
@@ -130,7 +133,7 @@ def finalize_removal_cmd(
         emit(result, True)
         return
     verb = "would remove" if dry_run else "removed"
-    typer.echo(f"{verb} {_rows_line(result['rows'])} from the live tables ({result['batches']} verified batch(es))")
+    echo(f"{verb} {_rows_line(result['rows'])} from the live tables ({result['batches']} verified batch(es))")
 
 
 def restore_cmd(
@@ -151,11 +154,11 @@ def restore_cmd(
         emit(result, True)
         return
     verb = "would restore" if dry_run else "restored"
-    typer.echo(f"{verb} {_rows_line(result['rows'])}")
+    echo(f"{verb} {_rows_line(result['rows'])}")
     if any(result["already_live"].values()):
-        typer.echo(f"already live (kept as is): {_rows_line(result['already_live'])}")
+        echo(f"already live (kept as is): {_rows_line(result['already_live'])}")
     if result["not_archived"]:
-        typer.echo(f"not in the archive: {' '.join(result['not_archived'][:20])}", err=True)
+        echo(f"not in the archive: {' '.join(result['not_archived'][:20])}", err=True)
 
 
 def archive_exports_cmd(
@@ -173,9 +176,9 @@ def archive_exports_cmd(
         emit(result, True)
         return
     if not result:
-        typer.echo("no exports")
+        echo("no exports")
     for x in result:
-        typer.echo(f"{x['export_id']}  {x['status']:9} {x['table_name']:12} {x['user_id']:16} "
+        echo(f"{x['export_id']}  {x['status']:9} {x['table_name']:12} {x['user_id']:16} "
                    f"rows={x['row_count']} finalized={x['finalized_rows']}  {x['path']}")
 
 

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from engram.text.terminal import echo
+
 
 def register(app: typer.Typer) -> None:
     """Add the `check` command."""
@@ -24,7 +26,7 @@ def register(app: typer.Typer) -> None:
         s = settings_or_exit()
         report: dict[str, dict] = {}
         try:
-            with db.open_store(s) as con:
+            with db.open_store(s, read_only=True) as con:
                 for name in check_names():
                     bad = check_rows(con, name)
                     report[name] = {"violations": bad.height, "rows": bad.head(show).to_dicts()}
@@ -35,8 +37,8 @@ def register(app: typer.Typer) -> None:
             emit({"ok": ok, "checks": report}, True)
         else:
             for name, r in report.items():
-                typer.echo(f"{'ok  ' if r['violations'] == 0 else 'FAIL'} {name}: {r['violations']}")
+                echo(f"{'ok  ' if r['violations'] == 0 else 'FAIL'} {name}: {r['violations']}")
                 for row in r["rows"]:
-                    typer.echo(f"       {row}")
+                    echo(f"       {row}")
         if not ok:
             raise typer.Exit(1)

@@ -10,6 +10,8 @@ from typing import Annotated, Any
 import typer
 
 SAMPLE_DATA = Path(resources.files("engram.data") / "sample_episodes.jsonl")  # shipped in the wheel
+from engram.text.terminal import echo
+
 DEMO_QUERIES = ("what does the user eat?", "when is the team standup?", "what does the user drink in the morning?")
 
 
@@ -49,7 +51,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit(result, True)
             return
-        typer.echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
+        echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                        result["dry_run"], result["tenants"]))
 
     @app.command()
@@ -63,7 +65,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_or_exit()
         try:
-            info = explain_fact(s, user, fact_id)
+            info = explain_fact(s, user, fact_id, read_only=True)
         except EngramError as exc:
             fail(exc)
         emit(info if as_json else format_explanation(info), as_json)
@@ -82,7 +84,7 @@ def register(app: typer.Typer) -> None:
                 n = fact_ops.revert_run(con, user, run_id, datetime.now())
         except EngramError as exc:
             fail(exc)
-        typer.echo(f"reverted {n} change(s) of {run_id} for {user}")
+        echo(f"reverted {n} change(s) of {run_id} for {user}")
 
     @app.command()
     def demo(

@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
+from engram.store.tenant import normalise_user_option
+
+User = Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 

@@ -7,7 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
+from engram.store.tenant import normalise_user_option
+from engram.text.terminal import echo, safe
+
+User = Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 Private = Annotated[bool, typer.Option("--include-private", help="Also return private rows.")]
 Tags = Annotated[list[str] | None, typer.Option("--tag", help="Only rows with any of these tags (repeatable).")]
@@ -55,10 +58,10 @@ def search_cmd(
         emit([h.to_dict() for h in hits], True)
         return
     if not hits:
-        typer.echo("no results")
+        echo("no results")
     for h in hits:
         sim = "-" if h.similarity is None else f"{h.similarity:.2f}"
-        typer.echo(f"{h.score:.4f}  {h.table[:-1]:7} {h.id}  sim={sim} conf={h.confidence:.2f}  {h.text[:160]}")
+        echo(f"{h.score:.4f}  {h.table[:-1]:7} {h.id}  sim={sim} conf={h.confidence:.2f}  {safe(h.text[:160])}")
 
 
 def retrieve_cmd(
@@ -81,10 +84,10 @@ def retrieve_cmd(
         emit(out, True)
         return
     d = out["diagnostics"]
-    typer.echo(f"{d['k_ret']}/{d['k_req']} snippet(s), floor {d['floor_used']}, {d['latency_ms']} ms"
+    echo(f"{d['k_ret']}/{d['k_req']} snippet(s), floor {d['floor_used']}, {d['latency_ms']} ms"
                + (f", {d['reason']}" if d["reason"] else ""))
     for s in out["snippets"]:
-        typer.echo(f"{s['score']:.3f}  {s['source_type']:14} {s['trust_tier']:5} {s['id']}  {s['text'][:160]}")
+        echo(f"{s['score']:.3f}  {s['source_type']:14} {s['trust_tier']:5} {s['id']}  {safe(s['text'][:160])}")
 
 
 def inner_voice_cmd(
@@ -109,16 +112,16 @@ def inner_voice_cmd(
     if as_json:
         emit(out, True)
         return
-    typer.echo(out["synthesized_answer"] or "(no thought above the threshold)")
+    echo(out["synthesized_answer"] or "(no thought above the threshold)")
     for s in out["sources"]:
-        typer.echo(f"  {s['similarity']:.3f} {s['thought_id']}")
+        echo(f"  {s['similarity']:.3f} {s['thought_id']}")
     if out["saved_thought_id"]:
-        typer.echo(f"saved as {out['saved_thought_id']}")
+        echo(f"saved as {out['saved_thought_id']}")
     if stage_kg:
         st = out["staged"]
-        typer.echo(f"staged {st['pending_entities']} entity and {st['pending_relationships']} edge candidate(s)")
+        echo(f"staged {st['pending_entities']} entity and {st['pending_relationships']} edge candidate(s)")
     if out["marked_for_removal"]:
-        typer.echo(f"marked for removal: {', '.join(out['marked_for_removal'])}")
+        echo(f"marked for removal: {', '.join(out['marked_for_removal'])}")
 
 
 def ask_cmd(
@@ -136,12 +139,12 @@ def ask_cmd(
         emit(out, True)
         return
     if out["refused"]:
-        typer.echo(f"refused: {out['reason']}")
+        echo(f"refused: {out['reason']}")
     else:
-        typer.echo(out["answer"])
+        echo(out["answer"])
         for s in out["sources"]:
-            typer.echo(f"  [{s['label']}] {s['id']}: \"{s['quote']}\"")
-    typer.echo(f"session {out['session_id']}")
+            echo(f"  [{s['label']}] {s['id']}: \"{s['quote']}\"")
+    echo(f"session {out['session_id']}")
 
 
 def context_cmd(
@@ -170,8 +173,8 @@ def context_cmd(
     if as_json:
         emit(out, True)
         return
-    typer.echo(out["text"])
-    typer.echo(f"-- {out['total_tokens']}/{out['budget']} tokens; dropped {out['dropped']}", err=True)
+    echo(out["text"])
+    echo(f"-- {out['total_tokens']}/{out['budget']} tokens; dropped {out['dropped']}", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from engram.text.terminal import echo
+
 review_app = typer.Typer(help="Queued contradiction and merge cases: list them, decide one by hand.",
                          no_args_is_help=True)
 
@@ -32,14 +34,14 @@ def list_cmd(
         emit(rows, True)
         return
     if not rows:
-        typer.echo(f"no {status} reviews")
+        echo(f"no {status} reviews")
     for r in rows:
-        typer.echo(f"{r['id']}  {r['user_id']}  {r['kind']}  {r['status']}  attempts={r['attempts']}  {r['reason'] or ''}")
+        echo(f"{r['id']}  {r['user_id']}  {r['kind']}  {r['status']}  attempts={r['attempts']}  {r['reason'] or ''}")
         if r["error"]:
-            typer.echo(f"    last error: {r['error']}")
+            echo(f"    last error: {r['error']}")
         for label, f in zip("abcdefghijklmnopqrstuvwxyz", r.get("facts", []), strict=False):
             shown = "(missing)" if f.get("missing") else f"[{f['status']} {f['confidence']}] {f['text']}"
-            typer.echo(f"    {label if r['kind'] == 'contradiction' else '-'} {f['id']}: {shown}")
+            echo(f"    {label if r['kind'] == 'contradiction' else '-'} {f['id']}: {shown}")
 
 
 @review_app.command("decide")
@@ -67,7 +69,7 @@ def decide_cmd(
     if as_json:
         emit(out, True)
         return
-    typer.echo(f"applied {out['action']} to {out['kind']} review {out['id']} (user {out['user_id']}, run {out['run_id']})")
+    echo(f"applied {out['action']} to {out['kind']} review {out['id']} (user {out['user_id']}, run {out['run_id']})")
 
 
 def register(app: typer.Typer) -> None:

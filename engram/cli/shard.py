@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from engram.text.terminal import echo
+
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
@@ -29,7 +31,7 @@ def register(app: typer.Typer) -> None:
             return
         for r in rows:
             state = f"{r['tenants']:>8} tenant(s) {r['episodes']:>10} episode(s)" if r["exists"] else "(not created)"
-            typer.echo(f"{r['shard']:>5}  {r['path']}  {state}")
+            echo(f"{r['shard']:>5}  {r['path']}  {state}")
 
     @app.command("shard-of")
     def shard_of_cmd(
@@ -64,12 +66,12 @@ def register(app: typer.Typer) -> None:
             emit(report, True)
             return
         verb = "would move" if dry_run else "moved"
-        typer.echo(f"{verb} {report['tenants']} tenant(s) from {report['from']} to {report['to']} shard(s)")
+        echo(f"{verb} {report['tenants']} tenant(s) from {report['from']} to {report['to']} shard(s)")
         for m in report["moves"]:
-            typer.echo(f"  {m['tenants']:>8}  {m['source']} -> {m['target']}")
+            echo(f"  {m['tenants']:>8}  {m['source']} -> {m['target']}")
         for table, n in report["rows"].items():
-            typer.echo(f"  {table:24} {n} row(s)")
+            echo(f"  {table:24} {n} row(s)")
         for path in report["removed_files"]:
-            typer.echo(f"  removed empty old shard {path}")
+            echo(f"  removed empty old shard {path}")
         if not dry_run and report["from"] != report["to"]:
-            typer.echo(f"now set ENGRAM_SHARDS={report['to']}")
+            echo(f"now set ENGRAM_SHARDS={report['to']}")

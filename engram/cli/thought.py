@@ -8,7 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-User = Annotated[str, typer.Option("--user", help="Tenant (user_id).")]
+from engram.store.tenant import normalise_user_option
+from engram.text.terminal import echo, safe
+
+User = Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Private = Annotated[bool, typer.Option("--include-private", help="Also show private records.")]
 Limit = Annotated[int, typer.Option(help="At most this many rows.")]
@@ -48,7 +51,7 @@ def _ids(values: list[str] | None) -> list[str]:
 
 
 def _short(text: Any, n: int = 80) -> str:
-    text = "" if text is None else str(text).replace("\n", " ")
+    text = "" if text is None else safe(str(text).replace("\n", " "))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -59,11 +62,11 @@ def _out(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> None:
         emit(value, True)
     else:
         for line in lines(value) or ["(none)"]:
-            typer.echo(line)
+            echo(line)
 
 
 def _kv(row: dict[str, Any]) -> list[str]:
-    return [f"{k:16} {v}" for k, v in row.items() if not isinstance(v, list | dict)]
+    return [f"{k:16} {safe(v)}" for k, v in row.items() if not isinstance(v, list | dict)]
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from mcp.server.lowlevel import Server
 from engram.errors import EngramError, InvalidInput
 from engram.mcp.tools import BY_NAME, TOOLS, ToolContext
 from engram.settings import Settings
+from engram.store.tenant import normalise_user_id
 
 log = logging.getLogger("engram.mcp")
 
@@ -57,6 +58,7 @@ class EngramMCP:
         if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 512:
             raise InvalidInput("user: the MCP server needs a non-empty user_id (--user or ENGRAM_MCP_USER_ID)")
         self.settings = settings
+        user_id = normalise_user_id(user_id, "user")
         self.ctx = ToolContext(settings_for_tenant(settings, user_id), user_id)
         self.schemas = {t.name: t.schema(settings) for t in TOOLS}
         self.validators = {n: Draft202012Validator(s) for n, s in self.schemas.items()}

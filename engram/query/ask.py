@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engram.errors import FeatureDisabled
+from engram.errors import EngramError, FeatureDisabled, LLMError
 from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_text, utcnow
 from engram.query.lexical import tokenize
@@ -19,6 +19,7 @@ from engram.query.tokens import count_tokens
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
+from engram.store.tenant import normalise_user_id
 from engram.text.normalize import normalize
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def ask(
 ) -> dict[str, Any]:
     """Answer from facts/KG with >= 2 verified citations and coverage >= 0.6, else a refusal with the reason."""
     require_text(query, "query", 4000)
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     if session is not None:
         require_text(session, "session", 200)
     require_int(context_tokens, "context_tokens", 100, 100_000)
@@ -102,7 +103,12 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
         verdict = _refusal(f"only {len(sources)} fact(s) in memory match the question; need {MIN_CITED_SOURCES}")
     else:
         prompt = build_prompt(query, sources, summary, history)
-        reply = llm.generate(prompt, GroundedAnswer)
+        try:
+            reply = llm.generate(prompt, GroundedAnswer)
+        except EngramError:
+            raise
+        except ValueError as exc:  # e.g. the fake LLM has no rule for GroundedAnswer
+            raise LLMError(f"the configured LLM ({settings.llm}) cannot answer: {exc}") from exc
         verdict = verify(reply.parsed, sources)
     latency = (time.perf_counter() - started) * 1000
     seq = n_done + 1

@@ -22,6 +22,7 @@ from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import EPISODE_SCHEMA, validate_record
+from engram.store.tenant import normalise_user_id
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def inner_voice(
     if not settings.enable_inner_voice:
         raise FeatureDisabled("inner_voice is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(content, "content")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     top_k = require_int(settings.top_k if top_k is None else top_k, "top_k", 1, 50)
     sim_thresh = require_unit(settings.sim_thresh if sim_thresh is None else sim_thresh, "sim_thresh")
     confidence_min = require_unit(confidence_min, "confidence_min")

@@ -9,11 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from engram.errors import InvalidInput
-from engram.query.common import require_int, require_text, utcnow
+from engram.query.common import require_int, utcnow
 from engram.query.search import Hit, search_memory
 from engram.query.tokens import count_tokens, truncate_to_tokens
 from engram.settings import Settings
 from engram.store import db
+from engram.store.tenant import normalise_user_id
 
 PREFETCH_TURNS = 3      # the last N turns form the prefetch query
 PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)
@@ -61,7 +62,7 @@ def prefetch_context(
     embedder: Any = None,
 ) -> Prefetched:
     """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn."""
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     require_int(n_turns, "n_turns", 1, 50)
     require_int(k, "k", 1, 20)
     if isinstance(recent_turns, str) or not all(isinstance(t, str) for t in recent_turns):

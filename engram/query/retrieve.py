@@ -23,6 +23,7 @@ from engram.query.snippets import cut_at_sentence, trust_tier
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
+from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
 
 SOURCE_TYPE = {"facts": "kg_observation", "kg_entities": "kg_entity", "episodes": "thought"}
@@ -64,7 +65,7 @@ def retrieve(
     if not settings.enable_inner_voice:
         raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(query, "query")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     top_k = require_int(settings.retrieve_top_k if top_k is None else top_k, "top_k", 1, 50)
     mix = require_unit(settings.inner_voice_mix if mix is None else mix, "mix")
     if floor is not None:

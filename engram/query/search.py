@@ -23,6 +23,7 @@ from engram.query.common import (
 from engram.query.vector_index import CACHE, TableIndex
 from engram.settings import Settings
 from engram.store import db
+from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
 
@@ -92,7 +93,7 @@ def search_memory(
 ) -> list[Hit]:
     """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
     require_text(query, "query")
-    require_text(user_id, "user_id", 512)
+    user_id = normalise_user_id(user_id)
     if not isinstance(search_type, str) or search_type not in SEARCH_TYPES:
         raise InvalidInput(f"search_type: expected one of {sorted(SEARCH_TYPES)}, got {search_type!r}")
     if not isinstance(method, str) or method not in METHODS:

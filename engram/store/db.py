@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from engram.errors import StoreError
+from engram.store.presence import missing_store_error
 
 # engram.sql is the repo's sql/ folder (mapped by pyproject's package-dir), in a checkout and in a wheel
 SQL_DIR = Path(resources.files("engram.sql"))
@@ -71,6 +72,11 @@ def connect(
         yield con
     finally:
         con.close()
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether exc comes from DuckDB itself (for callers that may not import duckdb)."""
+    return isinstance(exc, duckdb.Error)
 
 
 @contextmanager
@@ -134,6 +140,12 @@ def migrate(con: Connection) -> list[str]:
 
 
 _migrated: set[str] = set()  # store paths this process has migrated
+_opened: set[str] = set()  # store paths this process has opened: gone later means removed under us
+
+
+def forget(path: Path | str) -> None:
+    """This process removed the store at path on purpose: a later open may create it afresh."""
+    _opened.discard(str(Path(path).resolve()))
 
 
 @contextmanager
@@ -148,6 +160,9 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
             f"ENGRAM_SHARDS={settings.shards}: {settings.db_path} is the unsharded path; "
             "open the tenant's shard (engram.sharding.settings_for_tenant)"
         )
+    resolved = str(Path(settings.db_path).resolve())
+    if resolved in _opened and not Path(settings.db_path).exists():  # never recreate a store deleted mid-run
+        raise missing_store_error(settings.db_path, "it was removed while engram was using it")
     with connect(settings.db_path, read_only=read_only, lock_timeout_s=settings.lock_timeout_s) as con:
         if not read_only:
             path = Path(settings.db_path).resolve()
@@ -155,6 +170,7 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
             if key not in _migrated:
                 migrate(con)
                 _migrated.add(key)
+        _opened.add(resolved)
         yield con
 
 

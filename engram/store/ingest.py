@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,12 +16,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engram.embed.models import validate_vectors
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
+from engram.store.tenant import normalise_user_id, user_id_problem
+from engram.store.vectors import validate_vectors
 from engram.text.normalize import content_hash, stable_id
 
+_EPOCH = re.compile(r"[+-]?\d+(\.\d+)?")
 KINDS = {"turn", "thought", "event"}
 ORIGINS = {"human", "tool", "model"}
 VISIBILITIES = {"private", "project", "global"}
@@ -64,6 +67,11 @@ class IngestRejected(InvalidInput):
         more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
         super().__init__(f"{len(errors)} invalid row(s), nothing ingested: {shown}{more}")
 
+    @classmethod
+    def summary(cls, errors: list[RowError], note: str = "") -> InvalidInput:
+        """The one-line count for a caller that already printed every row error."""
+        return InvalidInput(f"{len(errors)} invalid row(s), nothing ingested{note}")
+
 
 def _parse_time(value: Any) -> datetime:
     if isinstance(value, datetime):
@@ -75,6 +83,8 @@ def _parse_time(value: Any) -> datetime:
             dt = datetime.fromtimestamp(value, tz=UTC)
         except (OverflowError, OSError):
             raise ValueError(f"timestamp {value} is out of range") from None
+    elif isinstance(value, str) and _EPOCH.fullmatch(value.strip()):
+        return _parse_time(float(value.strip()))  # CSV cells are text: epoch seconds as in JSON
     elif isinstance(value, str) and value.strip():
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     else:
@@ -115,6 +125,16 @@ def _optional_str(value: Any, name: str) -> str | None:
     return text
 
 
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, (list, tuple)):
+        return any(_has_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    return False
+
+
 def _choice(value: Any, allowed: set[str], default: str) -> str:
     if value is None or value == "":
         return default
@@ -145,6 +165,13 @@ def validate_record(
     user_id = check("user_id", _optional_str, "user_id") or default_user
     if not user_id or not user_id.strip():
         raise _FieldError("user_id", "required and must not be empty")
+    problem = user_id_problem(user_id)
+    if problem:
+        raise _FieldError("user_id", problem)
+    user_id = normalise_user_id(user_id)
+    for name, value in raw.items():  # pyarrow and DuckDB cannot encode a lone surrogate: name the field
+        if _has_surrogate(value):
+            raise _FieldError(name, "contains a lone surrogate (not valid Unicode)")
     content = raw.get("content")
     if not isinstance(content, str):
         raise _FieldError("content", f"expected text, got {type(content).__name__}")
@@ -407,6 +434,8 @@ def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[An
     A malformed JSONL line becomes a `Malformed` record, reported by validation like any bad row.
     """
     fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if path.is_dir():
+        raise InvalidInput(f"file: {path} is a directory; give one JSONL, CSV or parquet file")
     if not path.is_file():
         raise InvalidInput(f"file: not found: {path}")
     if fmt in {"jsonl", "ndjson", "json"}:
@@ -451,4 +480,8 @@ def _read_jsonl(path: Path) -> tuple[list[int], list[Any]]:
             records.append(json.loads(line))
         except json.JSONDecodeError as exc:
             records.append(Malformed(f"malformed JSON: {exc.msg} at column {exc.colno}"))
+        except RecursionError:
+            records.append(Malformed("JSON nested too deeply to read"))
+        except ValueError as exc:  # an integer literal of thousands of digits
+            records.append(Malformed(f"unreadable JSON value: {str(exc).split(':')[0]}"))
     return numbers, records

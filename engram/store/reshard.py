@@ -193,6 +193,7 @@ def _remove_empty_sources(settings: Settings, n: int, to: int) -> list[str]:
             continue
         for p in (path, path.with_name(path.name + ".wal")):
             p.unlink(missing_ok=True)
+        db.forget(path)
         removed.append(str(path))
     return removed
 

@@ -83,6 +83,7 @@ def test_ingest_embed_stats_round_trip(tmp_path: Path, settings: Settings) -> No
 
 
 def test_stats_on_an_empty_store(settings: Settings) -> None:
+    assert runner.invoke(app, ["init"]).exit_code == 0  # stats never creates a store (issue 16)
     r = runner.invoke(app, ["stats"])
     assert r.exit_code == 0 and "the store is empty" in r.output
 

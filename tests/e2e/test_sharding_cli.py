@@ -64,4 +64,5 @@ def test_rejected_file_writes_nothing_on_any_shard(settings, tmp_path, monkeypat
     bad.write_text("\n".join(json.dumps(r) for r in rows))
     res = runner.invoke(app, ["ingest", str(bad)])
     assert res.exit_code == 2 and "kind" in res.output
-    assert stats() == []
+    none = runner.invoke(app, ["stats", "--json"])  # no shard file was created at all
+    assert none.exit_code == 2 and "no store at" in none.output

@@ -10,7 +10,6 @@ from engram.flows.maintenance import (
     mark_removal_flow,
     restore_flow,
 )
-
 from engram.store import db
 from tests.archive_scenario import (
     AS_OF,

@@ -6,8 +6,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from engram.flows.nightly import nightly_consolidation
 
+from engram.flows.nightly import nightly_consolidation
 from engram.store import db
 from tests.consolidation_scenario import AS_OF, USER, expected, seed
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from engram.flows.nightly import nightly_consolidation
 
+from engram.flows.nightly import nightly_consolidation
 from engram.settings import load_settings
 from engram.store import db
 from engram.store.sharding import add_episodes_routed, all_shard_settings, shard_of

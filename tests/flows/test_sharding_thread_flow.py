@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from engram.flows.nightly import nightly_consolidation
-
 from engram.settings import load_settings
 from engram.store import db
 from engram.store.sharding import (

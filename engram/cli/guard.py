@@ -1,0 +1,80 @@
+"""The CLI's last line of defence: an unexpected exception becomes one clear line, not a traceback."""
+
+from __future__ import annotations
+
+import errno
+import os
+import traceback
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from engram.text.terminal import echo
+
+# Commands that may create the store; every other command needing a store refuses a missing one.
+STORE_CREATORS = {"init", "ingest", "demo"}
+# Commands that open no store of the configured path, or handle a missing one themselves
+# (mcp serves add_memory, which creates the store like ingest; eval builds its own stores).
+NO_STORE_NEEDED = {"config", "mcp", "eval", "shard-of", "shards", "reshard"}
+
+
+def debug_enabled() -> bool:
+    """--debug or ENGRAM_DEBUG=1: show tracebacks."""
+    return os.environ.get("ENGRAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
+
+
+def classify(exc: BaseException) -> tuple[str, int, str]:
+    """(code, exit status, one-line cause) of an exception no command handled: 2 bad input, 1 runtime."""
+    from engram.store import db
+
+    if isinstance(exc, RecursionError):
+        return "invalid_params", 2, "input: nested too deeply to read"
+    if isinstance(exc, UnicodeError):
+        return "invalid_params", 2, f"input: not valid Unicode text ({exc.reason})"
+    if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
+        return "disk_full", 1, f"no space left on the device ({exc.filename or 'store'})"
+    if db.is_driver_error(exc):
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "space left" in text.lower() or "disk full" in text.lower():
+            return "disk_full", 1, f"no space left on the device: {text}"
+        return "db_error", 1, f"the store failed: {text}"
+    if isinstance(exc, OSError):
+        return "io_error", 1, f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+    return "internal_error", 1, f"{type(exc).__name__}: {exc}"
+
+
+class GuardedGroup(TyperGroup):
+    """The `engram` group: unexpected exceptions end the command with one line (traceback with --debug)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        # the group callback runs after typer has taken the subcommand's arguments out of ctx
+        ctx.meta["engram.args"] = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # the one place that turns a bug or an OS failure into a message
+            if _is_control_flow(exc):
+                raise
+            if debug_enabled():
+                traceback.print_exception(exc)
+            code, status, cause = classify(exc)
+            hint = "" if debug_enabled() else " (run with --debug for the traceback)"
+            echo(f"error [{code}]: {cause}{hint}", err=True)
+            raise typer.Exit(status) from None
+
+
+def _is_control_flow(exc: BaseException) -> bool:
+    """typer's (vendored click's) Exit, Abort and usage errors: not failures of a command."""
+    return type(exc).__module__.split(".")[0] in {"typer", "click"}
+
+
+def needs_existing_store(ctx: Any) -> bool:
+    """Whether the subcommand about to run reads a store that must already exist."""
+    name = ctx.invoked_subcommand
+    if not name or name in STORE_CREATORS or name in NO_STORE_NEEDED or ctx.resilient_parsing:
+        return False
+    rest = ctx.meta.get("engram.args", [])
+    if any(a in {"--help", "-h"} for a in rest):
+        return False
+    command = ctx.command.get_command(ctx, name)
+    return not (hasattr(command, "get_command") and len(rest) <= 1)  # a bare group prints its help

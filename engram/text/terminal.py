@@ -1,0 +1,33 @@
+"""Memory text made safe for a terminal: control characters are shown escaped, never obeyed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls (ESC starts ANSI/OSC sequences, CR overwrites a line), DEL, C1 controls (0x9b is a
+# one-byte CSI), and the bidi overrides/isolates that reorder what a reader sees.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_WITH_LAYOUT = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return {"\r": "\\r", "\n": "\\n", "\t": "\\t"}.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def safe(text: Any, keep_layout: bool = False) -> str:
+    """The text with control characters escaped (\\x1b, \\r, \\u202e); newlines and tabs kept when keep_layout."""
+    return (_UNSAFE if keep_layout else _UNSAFE_WITH_LAYOUT).sub(_escape, str(text))
+
+
+def echo(message: Any = "", err: bool = False) -> None:
+    """typer.echo for human-readable output: one shared escape for every line that may hold memory text.
+
+    Newlines and tabs are kept (reports span lines); everything else a terminal would obey is escaped.
+    `--json` output does not come here: json.dumps already escapes control characters exactly.
+    """
+    import typer  # lazily: engram.explain formats with safe() without needing the CLI
+
+    typer.echo(safe(message, keep_layout=True), err=err)
