@@ -338,7 +338,10 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
         crash_point("archive:after_intent")
         with db.registered(con, "archive_keys", keys):
             reader = con.sql(db.sql(f"queries/archive_export_{table}"), params={"user_id": user_id}).to_arrow_reader(BATCH_ROWS)
-            written = write_once(archive_dir / rel, reader.schema, reader)
+            try:
+                written = write_once(archive_dir / rel, reader.schema, reader)
+            except OSError as exc:  # full disk, name too long, ...: fail now, rows stay live
+                raise _write_failed(con, reader, archive_dir, export_id, rel, exc) from exc
     crash_point("archive:after_write")
     problems = verify(archive_dir / rel, written.rows, written.content_hash, written.file_sha256, written.file_bytes)
     verified_at = utc_naive(None)
@@ -359,6 +362,21 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
              "file_bytes": written.file_bytes, "verified_at": verified_at.isoformat(), "columns": reader.schema.names}
     write_manifest_entry(archive_dir, entry)
     return entry
+
+
+def _write_failed(con: db.Connection, reader: pa.RecordBatchReader, archive_dir: Path, export_id: str, rel: str,
+                  exc: OSError) -> StoreError:
+    """Close the unread result (it would keep the connection busy and hide `exc`), abandon the export, name the cause."""
+    reader.close()
+    try:
+        new_path = set_aside(archive_dir, rel)
+    except OSError:
+        new_path = rel  # nothing was linked to the final name, or it cannot even be looked at
+    with db.transaction(con):
+        db.execute(con, "queries/archive_mark_abandoned", export_id=export_id, path=new_path,
+                   note=f"write failed: {exc.strerror or exc}")
+    return StoreError(f"archive_dir: writing {archive_dir / rel} failed ({exc.strerror or exc}); nothing was "
+                      "archived, the rows stay live and the next run retries")
 
 
 def _entry(x: dict[str, Any]) -> dict[str, Any]:

@@ -169,9 +169,17 @@ def write_manifest_entry(archive_dir: Path, entry: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{entry['export_id']}.json"
     body = json.dumps({**entry, "hash_algorithm": ALGORITHM, "compression": COMPRESSION}, default=str, indent=2)
+    if path.is_file() and path.stat().st_size > 0:
+        return path  # a re-verified export keeps its first entry
+    # written whole to a temporary name, then linked: a full disk never leaves an empty entry behind
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with path.open("x") as handle:  # exclusive create
-            handle.write(body)
-    except FileExistsError:
-        pass  # a re-verified export keeps its first entry
+        tmp.write_text(body)
+        try:
+            os.link(tmp, path)  # exclusive: never replaces a complete entry
+        except FileExistsError:
+            if path.stat().st_size == 0:  # an empty entry left by an older version on a full disk
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
