@@ -16,6 +16,7 @@ Database connections are held only while reading rows or writing; verification r
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import tempfile
@@ -283,14 +284,31 @@ def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
     now = utc_naive(now)
     with db.open_store(settings) as con:
         stale = [x for x in _exports(con, statuses=["writing"]) if _writer_gone(x["note"], x["created_at"], now)]
+        stale = [x for x in stale if _set_aside_interrupted(settings, x)]
         for x in stale:
-            new_path = set_aside(Path(settings.archive_dir), x["path"])
+            new_path = x["path"]
             with db.transaction(con):
                 db.execute(con, "queries/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
                            note="interrupted before verification")
     if stale:
         log.warning("abandoned %d interrupted archive export(s); their rows stay live", len(stale))
     return len(stale)
+
+
+def _set_aside_interrupted(settings: Settings, x: dict[str, Any]) -> bool:
+    """Rename an interrupted export's file out of the glob (x["path"] becomes the new path); False if it cannot be.
+
+    One export that cannot be set aside is logged and left for the next run; it never blocks the others.
+    """
+    try:
+        x["path"] = set_aside(Path(settings.archive_dir), x["path"])
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            log.warning("export %s: cannot set aside %s (%s); it stays 'writing'", x["export_id"], x["path"],
+                        exc.strerror)
+            return False
+        # an older version failed before creating any file at a path no file system allows: nothing to move
+    return True
 
 
 def abandon_exports(settings: Settings, export_ids: Sequence[str], dry_run: bool = False) -> dict[str, Any]:
