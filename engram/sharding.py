@@ -158,7 +158,7 @@ def consolidate_shard(
     """
     from engram import db, embed, llm as llms
     from engram.consolidate import run_tenant, tenants_with_work
-    from engram.runs import LeaseHeld
+    from engram.runs import LeaseHeld, error_text, tenant_failure
 
     shard = shard_settings(settings, k)
     if settings.shards > 1 and not Path(shard.db_path).exists():
@@ -176,5 +176,8 @@ def consolidate_shard(
             except LeaseHeld as exc:
                 log.warning("shard %d: skipped a tenant whose lease is held: %s", k, exc.code)
                 results[tenant] = {"skipped": str(exc)}
+            except Exception as exc:  # run_tenant recorded it on the tenant's runs row; the shard goes on
+                log.error("shard %d: a tenant failed: %s", k, error_text(exc))
+                results[tenant] = tenant_failure(exc)
     log.info("shard %d: %d tenant(s) consolidated", k, len(results))
     return results
