@@ -11,7 +11,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from engram.consolidate import choose_stages, tenants_with_work
 from engram.report import run_report_markdown, utc_naive
-from engram.runs import LeaseHeld, error_text, make_run_id, run_steps, tenant_failure, tenant_lease
+from engram.runs import (
+    LeaseHeld,
+    error_text,
+    make_run_id,
+    run_steps,
+    tenant_failure,
+    tenant_lease,
+)
 from engram.settings import load_settings
 from engram.sharding import settings_for_tenant
 from tasks import consolidate as t
@@ -58,7 +65,7 @@ def nightly_consolidation(
         except LeaseHeld as exc:
             logger.warning("skipped tenant %s: %s", tenant, exc)
             results[tenant] = {"skipped": str(exc)}
-        except Exception as exc:  # recorded on the tenant's runs row; the other tenants go on
+        except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
             logger.error("tenant %s failed: %s", tenant, error_text(exc))
             results[tenant] = tenant_failure(exc)
     _publish_artifacts(run_id, as_of, dry_run, results)

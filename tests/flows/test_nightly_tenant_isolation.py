@@ -12,7 +12,17 @@ from engram import db
 from engram.archive_files import partition_dir
 from flows.nightly import nightly_consolidation
 from flows.sharded import run_sharded_nightly
-from tests.archive_scenario import AS_OF, DUE, OTHER, TABLE_KEYS, USER, archived_ids, seed, snapshot, violations
+from tests.archive_scenario import (
+    AS_OF,
+    DUE,
+    OTHER,
+    TABLE_KEYS,
+    USER,
+    archived_ids,
+    seed,
+    snapshot,
+    violations,
+)
 
 
 def block_archive_of(settings, tenant: str) -> Path:

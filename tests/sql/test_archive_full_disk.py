@@ -14,10 +14,19 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from engram import archive, db
+from engram import db
 from engram.consolidate import run_tenant
 from engram.errors import StoreError
-from tests.archive_scenario import AS_OF, DUE, TABLE_KEYS, USER, archived_ids, seed, snapshot, violations
+from tests.archive_scenario import (
+    AS_OF,
+    DUE,
+    TABLE_KEYS,
+    USER,
+    archived_ids,
+    seed,
+    snapshot,
+    violations,
+)
 
 
 def snapshots(settings) -> dict[str, list]:
@@ -45,7 +54,7 @@ def leases(settings) -> list[tuple]:
 def other_process_can_open(path: Path) -> bool:
     """Whether a second process gets the store read-write within 5 s (the lock was released)."""
     code = "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, timeout=60, check=False)
     return done.returncode == 0
 
 
@@ -108,7 +117,7 @@ def _mount_tmpfs(target: Path, size: str) -> str | None:
         return "needs Linux and root to mount a size-limited tmpfs"
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     return None if done.returncode == 0 else f"mount tmpfs failed: {done.stderr.strip()}"
 
 
