@@ -37,7 +37,7 @@ def _env(db_path: Path, shards: int, dask_address: str | None = None) -> None:
 
 def _seed(db_path: Path, shards: int, n_tenants: int) -> int:
     from engram.settings import load_settings
-    from engram.store.sharding import add_episodes_routed
+    from engram.store.ingest import add_episodes_routed
     from tests.sharding_seed import episodes
 
     _env(db_path, shards)
@@ -91,10 +91,10 @@ def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str |
 
 def _per_tenant_cost(work: Path, n_tenants: int, as_of: datetime) -> dict[str, float]:
     """Seconds per tenant without Prefect: one shard, tenants in sequence, store held open or not."""
+    from engram.consolidate.shards import consolidate_shard
     from engram.consolidate.stages import STAGES
     from engram.settings import load_settings
     from engram.store.runs import make_run_id
-    from engram.store.sharding import consolidate_shard
 
     out = {}
     for hold in (False, True):
@@ -166,7 +166,7 @@ def report(res: dict[str, Any]) -> str:
         "|---|---:|---:|",
         *[f"| {name} | {t:.1f} | {t / base:.2f} |" for name, t in rows],
         "",
-        "Per-tenant cost without Prefect (engram.sharding.consolidate_shard, one shard, tenants in sequence):",
+        "Per-tenant cost without Prefect (engram.consolidate.shards.consolidate_shard, one shard, tenants in sequence):",
         "",
         "| store access | s per tenant |",
         "|---|---:|",

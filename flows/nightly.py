@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -11,7 +12,14 @@ from engram.consolidate.report import utc_naive
 from engram.consolidate.stages import choose_stages, tenants_with_work
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import load_settings
-from engram.store.runs import LeaseHeld, make_run_id, tenant_lease
+from engram.store.runs import (
+    LeaseHeld,
+    error_text,
+    make_run_id,
+    run_steps,
+    tenant_failure,
+    tenant_lease,
+)
 from engram.store.sharding import settings_for_tenant
 from engram.tasks import consolidate as t
 
@@ -53,12 +61,15 @@ def nightly_consolidation(
         shard = settings_for_tenant(settings, tenant)  # the tenant's shard file (db_path when unsharded)
         try:
             with tenant_lease(shard, tenant, run_id):
-                results[tenant] = {
-                    stage: STAGE_TASKS[stage](shard, tenant, run_id, as_of, dry_run) for stage in chosen
-                }
+                results[tenant] = run_steps(shard, tenant, run_id, as_of, {
+                    stage: partial(STAGE_TASKS[stage], shard, tenant, run_id, as_of, dry_run) for stage in chosen
+                }, dry_run)
         except LeaseHeld as exc:
             logger.warning("skipped tenant %s: %s", tenant, exc)
             results[tenant] = {"skipped": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
+            logger.error("tenant %s failed: %s", tenant, error_text(exc))
+            results[tenant] = tenant_failure(exc)
     publish_run_artifacts(run_id, as_of, dry_run, results)
     return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
 

@@ -8,8 +8,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from engram.consolidate import shards as sharding
 from engram.settings import Settings
-from engram.store import sharding
 
 
 @task(name="consolidate-shard", retries=1, retry_delay_seconds=[30], cache_policy=NO_CACHE)

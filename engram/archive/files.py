@@ -35,7 +35,26 @@ def check_run_id(run_id: str) -> str:
 
 def partition_dir(table: str, user_id: str, day: date) -> str:
     """The hive-style directory of a table, tenant and archive date, relative to archive_dir."""
-    return f"table={table}/user_id={quote(user_id, safe='')}/date={day.isoformat()}"
+    return f"table={table}/user_id={user_dir(user_id)}/date={day.isoformat()}"
+
+
+MAX_USER_DIR = 128  # bytes of a path's user_id value; a file system allows 255 per name
+
+
+def user_dir(user_id: str) -> str:
+    """The user_id value of a hive path: the percent-quoted id, or for a longer one a capped, hashed name.
+
+    A long id keeps its first quoted characters (never half an escape) plus '~' and 32 hex digits of
+    the sha256 of the id, so any valid user_id gives a legal, distinct directory; the real id stays in
+    every row of the file and in the manifest (`archive_exports.user_id`, `path`, and the json entry).
+    """
+    quoted = quote(user_id, safe="")
+    if len(quoted) <= MAX_USER_DIR:
+        return quoted  # unchanged: existing archives and short ids keep their paths
+    head = quoted[:64]
+    cut = head.rfind("%", len(head) - 2)
+    head = head[:cut] if cut >= 0 else head
+    return f"{head}~{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
 
 
 @dataclass(frozen=True)
@@ -169,9 +188,17 @@ def write_manifest_entry(archive_dir: Path, entry: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{entry['export_id']}.json"
     body = json.dumps({**entry, "hash_algorithm": ALGORITHM, "compression": COMPRESSION}, default=str, indent=2)
+    if path.is_file() and path.stat().st_size > 0:
+        return path  # a re-verified export keeps its first entry
+    # written whole to a temporary name, then linked: a full disk never leaves an empty entry behind
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with path.open("x") as handle:  # exclusive create
-            handle.write(body)
-    except FileExistsError:
-        pass  # a re-verified export keeps its first entry
+        tmp.write_text(body)
+        try:
+            os.link(tmp, path)  # exclusive: never replaces a complete entry
+        except FileExistsError:
+            if path.stat().st_size == 0:  # an empty entry left by an older version on a full disk
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path

@@ -16,6 +16,7 @@ Database connections are held only while reading rows or writing; verification r
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
@@ -284,14 +285,31 @@ def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
     now = utc_naive(now)
     with db.open_store(settings) as con:
         stale = [x for x in _exports(con, statuses=["writing"]) if _writer_gone(x["note"], x["created_at"], now)]
+        stale = [x for x in stale if _set_aside_interrupted(settings, x)]
         for x in stale:
-            new_path = set_aside(Path(settings.archive_dir), x["path"])
+            new_path = x["path"]
             with db.transaction(con):
                 db.execute(con, "queries/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
                            note="interrupted before verification")
     if stale:
         log.warning("abandoned %d interrupted archive export(s); their rows stay live", len(stale))
     return len(stale)
+
+
+def _set_aside_interrupted(settings: Settings, x: dict[str, Any]) -> bool:
+    """Rename an interrupted export's file out of the glob (x["path"] becomes the new path); False if it cannot be.
+
+    One export that cannot be set aside is logged and left for the next run; it never blocks the others.
+    """
+    try:
+        x["path"] = set_aside(Path(settings.archive_dir), x["path"])
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            log.warning("export %s: cannot set aside %s (%s); it stays 'writing'", x["export_id"], x["path"],
+                        exc.strerror)
+            return False
+        # an older version failed before creating any file at a path no file system allows: nothing to move
+    return True
 
 
 def abandon_exports(settings: Settings, export_ids: Sequence[str], dry_run: bool = False) -> dict[str, Any]:
@@ -339,7 +357,10 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
         crash_point("archive:after_intent")
         with db.registered(con, "archive_keys", keys):
             reader = con.sql(db.sql(f"queries/archive_export_{table}"), params={"user_id": user_id}).to_arrow_reader(BATCH_ROWS)
-            written = write_once(archive_dir / rel, reader.schema, reader)
+            try:
+                written = write_once(archive_dir / rel, reader.schema, reader)
+            except OSError as exc:  # full disk, name too long, ...: fail now, rows stay live
+                raise _write_failed(con, reader, archive_dir, export_id, rel, exc) from exc
     crash_point("archive:after_write")
     problems = verify(archive_dir / rel, written.rows, written.content_hash, written.file_sha256, written.file_bytes)
     verified_at = utc_naive(None)
@@ -360,6 +381,21 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
              "file_bytes": written.file_bytes, "verified_at": verified_at.isoformat(), "columns": reader.schema.names}
     write_manifest_entry(archive_dir, entry)
     return entry
+
+
+def _write_failed(con: db.Connection, reader: pa.RecordBatchReader, archive_dir: Path, export_id: str, rel: str,
+                  exc: OSError) -> StoreError:
+    """Close the unread result (it would keep the connection busy and hide `exc`), abandon the export, name the cause."""
+    reader.close()
+    try:
+        new_path = set_aside(archive_dir, rel)
+    except OSError:
+        new_path = rel  # nothing was linked to the final name, or it cannot even be looked at
+    with db.transaction(con):
+        db.execute(con, "queries/archive_mark_abandoned", export_id=export_id, path=new_path,
+                   note=f"write failed: {exc.strerror or exc}")
+    return StoreError(f"archive_dir: writing {archive_dir / rel} failed ({exc.strerror or exc}); nothing was "
+                      "archived, the rows stay live and the next run retries")
 
 
 def _entry(x: dict[str, Any]) -> dict[str, Any]:

@@ -109,9 +109,8 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
-    from engram.store.ingest import IngestRejected, read_records
+    from engram.store.ingest import IngestRejected, add_episodes_routed, read_records
     from engram.store.locomo import locomo_records
-    from engram.store.sharding import add_episodes_routed
 
     s = settings_or_exit()
     try:

@@ -45,6 +45,9 @@ def run_report_markdown(run_id: str, as_of: datetime, dry_run: bool, results: di
         if "skipped" in stages and isinstance(stages["skipped"], str):
             lines += [f"skipped: {stages['skipped']}", ""]
             continue
+        if "failed" in stages and isinstance(stages["failed"], str):
+            lines += [f"failed (see its runs rows; the next run retries): {stages['failed']}", ""]
+            continue
         lines += ["| stage | result |", "|---|---|"]
         lines += [f"| {stage} | {_cell(stage, counts)} |" for stage, counts in stages.items()]
         lines.append("")

@@ -608,7 +608,7 @@ def run_tenant(
 ) -> dict[str, Any]:
     """Every chosen stage for one tenant, in pipeline order, under the tenant's lease (no Prefect)."""
     from engram import embed as embedders
-    from engram.store.runs import tenant_lease
+    from engram.store.runs import run_steps, tenant_lease
 
     embedder = embedder or embedders.from_settings(settings)
     ctx = StageContext(settings, user_id, run_id, as_of, dry_run)
@@ -622,8 +622,8 @@ def run_tenant(
         "archive": lambda: _archive(ctx),
         "publish": lambda: publish(ctx, embedder),
     }
-    with tenant_lease(settings, user_id, run_id):
-        return {stage: steps[stage]() for stage in STAGES if stage in stages}
+    with tenant_lease(settings, user_id, run_id):  # a failing stage is recorded on its runs row
+        return run_steps(settings, user_id, run_id, as_of, {s: steps[s] for s in STAGES if s in stages}, dry_run)
 
 
 def _archive(ctx: StageContext) -> dict[str, Any]:

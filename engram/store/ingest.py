@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import re
 import threading
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,11 +21,14 @@ import pyarrow as pa
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import shard_of, shard_settings
 from engram.store.tenant import normalise_user_id, user_id_problem
 from engram.store.vectors import validate_vectors
 from engram.text.normalize import content_hash, stable_id
 
 _EPOCH = re.compile(r"[+-]?\d+(\.\d+)?")
+log = logging.getLogger(__name__)
+
 KINDS = {"turn", "thought", "event"}
 ORIGINS = {"human", "tool", "model"}
 VISIBILITIES = {"private", "project", "global"}
@@ -485,3 +490,60 @@ def _read_jsonl(path: Path) -> tuple[list[int], list[Any]]:
         except ValueError as exc:  # an integer literal of thousands of digits
             records.append(Malformed(f"unreadable JSON value: {str(exc).split(':')[0]}"))
     return numbers, records
+
+
+# ---------------------------------------------------------------- routed to shards
+
+
+def add_episodes_routed(records: Iterable[Mapping[str, Any]], settings: Settings, **kwargs: Any) -> Any:
+    """add_episodes, with each tenant's rows written to its own shard.
+
+    Every row is validated before anything is written, so a rejected batch writes nothing on any
+    shard. Precomputed `embeddings` are split with their rows.
+    """
+    from engram.store.ingest import (
+        IngestRejected,
+        IngestResult,
+        RowError,
+        add_episodes,
+        validate_record,
+    )
+
+    if settings.shards == 1:
+        return add_episodes(records, settings, **kwargs)
+    if kwargs.get("con") is not None:
+        raise InvalidInput("con: a sharded store opens each tenant's shard itself; pass no connection")
+    records = list(records)
+    numbers = kwargs.pop("line_numbers", None) or list(range(1, len(records) + 1))
+    default_user = kwargs.get("user_id")
+    now = datetime.now()
+    groups: dict[int, list[int]] = defaultdict(list)
+    invalid: list[RowError] = []
+    for i, raw in enumerate(records):
+        try:
+            row = validate_record(raw, now, default_user=default_user,
+                                  require_created_at=kwargs.get("require_created_at", False))
+        except ValueError as exc:  # ingest's field error: (field, reason)
+            field, reason = (exc.args + ("?", "?"))[:2]
+            invalid.append(RowError(numbers[i], str(field), str(reason)))
+            continue
+        groups[shard_of(row["user_id"], settings.shards)].append(i)
+    if invalid and not kwargs.get("skip_invalid", False):
+        raise IngestRejected(invalid)
+    embeddings = kwargs.pop("embeddings", None)
+    total = IngestResult(received=len(records), invalid=invalid)
+    ids_by_line: dict[int, str] = {}
+    for k in sorted(groups):
+        idx = groups[k]
+        part = add_episodes(
+            [records[i] for i in idx], shard_settings(settings, k), line_numbers=[numbers[i] for i in idx],
+            embeddings=None if embeddings is None else embeddings[idx], **kwargs,
+        )
+        total.inserted += part.inserted
+        total.duplicates += part.duplicates
+        total.invalid.extend(part.invalid)
+        rejected = {e.line for e in part.invalid}
+        ids_by_line.update(zip([numbers[i] for i in idx if numbers[i] not in rejected], part.ids, strict=True))
+    total.ids = [ids_by_line[n] for n in numbers if n in ids_by_line]  # the input's order
+    log.info("ingest routed %d row(s) to %d shard(s)", len(records) - len(invalid), len(groups))
+    return total

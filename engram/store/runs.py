@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 from engram.errors import EngramError
 from engram.store import db
 from engram.text.normalize import stable_id
+
+log = logging.getLogger(__name__)
 
 
 class LeaseHeld(EngramError):
@@ -99,3 +102,45 @@ def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = time
     finally:
         with db.open_store(settings) as con:
             db.execute(con, "queries/release_lease", user_id=user_id, holder=holder)
+
+
+def error_text(exc: BaseException, limit: int = 2000) -> str:
+    """One line naming the error type and its message, capped for a runs row."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def record_failure(settings: Any, run_id: str, user_id: str, stage: str, as_of: datetime, started: datetime,
+                   exc: BaseException) -> None:
+    """Mark the tenant's stage failed (status failed + error) in its own connection; never raises.
+
+    A failed stage is not 'completed', so a re-run of the same run id, or the next night, runs it again.
+    """
+    try:
+        with db.open_store(settings) as con, db.transaction(con):
+            record_stage(con, run_id, user_id, stage, as_of, started, {}, status="failed", error=error_text(exc))
+    except Exception:  # the store itself may be what failed: the error still reaches the caller
+        log.exception("could not record the failure of stage %s for tenant %s", stage, user_id)
+
+
+def run_steps(settings: Any, user_id: str, run_id: str, as_of: datetime,
+              steps: dict[str, Callable[[], dict[str, Any]]], dry_run: bool = False) -> dict[str, Any]:
+    """Run the tenant's stages in order; a stage that raises is recorded as failed, then the error is re-raised."""
+    out: dict[str, Any] = {}
+    for stage, step in steps.items():
+        started = datetime.now()
+        try:
+            out[stage] = step()
+        except Exception as exc:
+            if not dry_run:
+                record_failure(settings, run_id, user_id, stage, as_of, started, exc)
+            raise
+        if not dry_run:  # a retry of this run that succeeds leaves no stale 'failed' row
+            with db.open_store(settings) as con:
+                db.execute(con, "queries/clear_failed_stage", run_id=run_id, user_id=user_id, stage=stage)
+    return out
+
+
+def tenant_failure(exc: BaseException) -> dict[str, str]:
+    """A failed tenant's entry in a run's results (its runs row names the stage)."""
+    return {"failed": error_text(exc)}

@@ -16,7 +16,8 @@ import pytest
 from engram.flows.nightly import nightly_consolidation
 from engram.settings import load_settings
 from engram.store import db
-from engram.store.sharding import add_episodes_routed, all_shard_settings, shard_of
+from engram.store.ingest import add_episodes_routed
+from engram.store.sharding import all_shard_settings, shard_of
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 ROOT = Path(__file__).resolve().parents[2]

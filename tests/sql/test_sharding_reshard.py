@@ -7,18 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from engram.consolidate.shards import consolidate_shard
 from engram.consolidate.stages import STAGES
 from engram.errors import InvalidInput, StoreError
 from engram.settings import Settings
 from engram.store import db
 from engram.store import reshard as rs
+from engram.store.ingest import add_episodes_routed
 from engram.store.runs import make_run_id
-from engram.store.sharding import (
-    add_episodes_routed,
-    consolidate_shard,
-    shard_of,
-    shard_path,
-)
+from engram.store.sharding import shard_of, shard_path
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 N_TENANTS = 6
