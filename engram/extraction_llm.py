@@ -15,7 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from engram.llm import LLM, LLMBadReply, LLMError, Usage, data_block, estimate_tokens
+from engram.llm import LLM, LLMBadReply, LLMError, Usage, estimate_tokens
+from engram.prompt_quote import data_block
 from engram.review_decisions import PREAMBLE
 
 log = logging.getLogger(__name__)

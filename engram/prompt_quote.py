@@ -37,15 +37,25 @@ def data_block(records: Iterable[dict[str, Any]]) -> str:
     return f"<<<{tag}\n{body}\n{tag}>>>"
 
 
+def _block_end(lines: list[str], i: int) -> int | None:
+    """The index of the line closing a block opened at line i, or None (not an opening, or never closed)."""
+    match = _MARK.match(lines[i])
+    if not match:
+        return None
+    try:
+        return lines.index(f"{match.group(1)}>>>", i + 1)
+    except ValueError:
+        return None
+
+
 def read_data_blocks(prompt: str) -> list[list[dict[str, Any]]]:
     """The records of every data block in a prompt, in order."""
     lines = prompt.split("\n")
     blocks: list[list[dict[str, Any]]] = []
     i = 0
     while i < len(lines):
-        match = _MARK.match(lines[i])
-        if match:
-            end = lines.index(f"{match.group(1)}>>>", i + 1)
+        end = _block_end(lines, i)
+        if end is not None:
             blocks.append([json.loads(x) for x in lines[i + 1:end] if x])
             i = end
         i += 1
@@ -66,9 +76,9 @@ def outside_data_blocks(prompt: str) -> str:
     kept: list[str] = []
     i = 0
     while i < len(lines):
-        match = _MARK.match(lines[i])
-        if match:
-            i = lines.index(f"{match.group(1)}>>>", i + 1) + 1
+        end = _block_end(lines, i)
+        if end is not None:
+            i = end + 1
             continue
         kept.append(lines[i])
         i += 1

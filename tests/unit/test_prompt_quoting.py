@@ -9,9 +9,16 @@ import pytest
 
 from engram.extraction_llm import ClusterInput, build_requests
 from engram.llm import FakeLLM
-from engram.prompt_quote import (DATA_RULE, data_block, memory_record, outside_data_blocks, quote_memories,
-                                 read_data_block, read_data_blocks)
-from engram.query import ask as ask_mod
+from engram.prompt_quote import (
+    DATA_RULE,
+    data_block,
+    memory_record,
+    outside_data_blocks,
+    quote_memories,
+    read_data_block,
+    read_data_blocks,
+)
+from engram.query.ask import Source, build_prompt
 from engram.query.inner_voice import synthesize
 from engram.query.passive import build_context
 
@@ -66,10 +73,10 @@ def test_context_never_puts_memories_in_the_system_section() -> None:
 
 def test_context_memories_fit_the_budget_whole() -> None:
     mems = [memory_record(f"f{i}", "fact", "2026-01-01", "memory " * 40) for i in range(5)]
-    out = build_context(["hi"], budget=200, memories=mems)
+    out = build_context(["hi"], budget=400, memories=mems)
     kept = out["sections"]["memories"]
     assert 0 < len(kept) < 5 and out["dropped"]["memories"] == 5 - len(kept)
-    assert out["total_tokens"] <= 200
+    assert out["total_tokens"] <= 400
     assert read_data_block(out["text"]) == kept
 
 
@@ -102,9 +109,9 @@ def test_inner_voice_question_is_quoted_too() -> None:
 
 
 def test_ask_prompt_quotes_sources_summary_and_history() -> None:
-    sources = [ask_mod.Source(f"S{i + 1}", f"f{i}", "facts", t) for i, t in enumerate(INJECTIONS)]
+    sources = [Source(f"S{i + 1}", f"f{i}", "facts", t) for i, t in enumerate(INJECTIONS)]
     history = [(1, "earlier question", INJECTIONS[0], False)]
-    prompt = ask_mod.build_prompt("Where does Maya work?", sources, INJECTIONS[4], history)
+    prompt = build_prompt("Where does Maya work?", sources, INJECTIONS[4], history)
     assert_only_quoted(prompt, INJECTIONS)
     records = [r for block in read_data_blocks(prompt) for r in block]
     by_label = {r["label"]: r for r in records if "label" in r}
