@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engram.archive import ops as archive
 from engram.archive.files import BATCH_ROWS, verify
-from engram.archive.ops import ops as archive
 from engram.settings import load_settings
 from engram.store import db
 

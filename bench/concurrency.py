@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.consolidate import SyntheticEmbedder, build_store
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from engram.consolidate import stages as consolidate
 from engram.consolidate.merge_plan import similar_pairs
-from engram.consolidate.stages import stages as consolidate
 from engram.settings import load_settings
 from engram.store import db
 

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from engram import embed
+from engram.consolidate import stages as consolidate
 from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
 from engram.consolidate.llm_extract import build_prompt as extraction_prompt
 from engram.consolidate.resolve import resolve_pending
 from engram.consolidate.review_prompts import MergeReply
 from engram.consolidate.review_prompts import build_prompt as review_prompt
-from engram.consolidate.stages import stages as consolidate
 from engram.llm.fake import FakeLLM
 from engram.llm.fake_rules import rule_based_responder
 from engram.llm.gemini import estimate_cost

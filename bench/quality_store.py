@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from bench.quality_embed import CachedEmbedder
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.query.vector_index import CACHE
 from engram.settings import Settings, load_settings
 from engram.store import db

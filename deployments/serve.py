@@ -3,17 +3,24 @@
     python -m deployments.serve            # long-running: schedules fire, UI "Run" buttons work
 
 Cron and time zone come from ENGRAM_NIGHTLY_CRON / ENGRAM_NIGHTLY_TIMEZONE.
+
+On SIGTERM or Ctrl-C, Prefect pauses the deployments through the API before exiting; when the
+server has gone, each call retries for about a minute, so shutdown hung for minutes. The runner
+here bounds it: SHUTDOWN_GRACE_S after the signal the process exits (status 1) whatever is left.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
+import signal
+import threading
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from prefect import serve  # noqa: E402
+from prefect.runner import Runner  # noqa: E402
 from prefect.schedules import Cron  # noqa: E402
 
 from engram.flows.nightly import nightly_consolidation  # noqa: E402
@@ -52,9 +59,53 @@ def build_deployments() -> list[Any]:
     return deployments
 
 
+SHUTDOWN_GRACE_S = 7.0  # the graceful shutdown may take this long; the process is gone within 10 s
+
+
+def _exit_after(seconds: float) -> None:
+    """Arm a daemon timer that ends the process if the graceful shutdown has not finished by then."""
+    def force() -> None:
+        os.write(2, f"serve: shutdown not finished after {seconds:.0f} s (Prefect server unreachable?); "
+                    "exiting without pausing the deployments\n".encode())
+        os._exit(1)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.start()
+
+
+class BoundedShutdownRunner(Runner):
+    """Prefect's Runner whose shutdown on SIGTERM cannot outlive SHUTDOWN_GRACE_S."""
+
+    def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
+        """Arm the deadline, then shut down as Prefect does (pause the deployments, exit 0)."""
+        _exit_after(SHUTDOWN_GRACE_S)
+        super().handle_sigterm(*args, **kwargs)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    _exit_after(SHUTDOWN_GRACE_S)
+    raise KeyboardInterrupt
+
+
+def _terminate(signum: int, frame: Any) -> None:  # until Runner.start installs its own handler
+    _exit_after(SHUTDOWN_GRACE_S)
+    raise SystemExit(0)
+
+
 def main() -> None:
-    """Serve every deployment until interrupted."""
-    serve(*build_deployments())
+    """Serve every deployment until interrupted (what prefect.serve does, with a bounded shutdown)."""
+    deployments = build_deployments()
+    runner = BoundedShutdownRunner(pause_on_shutdown=True)
+    for deployment in deployments:
+        runner.add_deployment(deployment)
+    print("serving: " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _terminate)  # Runner.start replaces it with handle_sigterm above
+    try:
+        asyncio.run(runner.start())
+    except KeyboardInterrupt:
+        pass
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
 from engram.settings import Settings
 
 

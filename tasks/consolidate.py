@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from engram import embed
 from engram import llm as llms
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.settings import Settings
 
 

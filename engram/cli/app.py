@@ -191,7 +191,7 @@ def stats(
 
 def _register_optional_commands() -> None:
     """Commands defined in their own modules, added here so `engram --help` lists them all."""
-    from engram.cli.app import commands as cli_commands
+    from engram.cli import commands as cli_commands
 
     cli_commands.register(app)
 

@@ -152,7 +152,7 @@ def context_cmd(
     message: Annotated[list[str] | None, typer.Option("--message", "-m", help="Recent message, oldest first.")] = None,
     tool_result: Annotated[list[str] | None, typer.Option("--tool-result", help="Tool output (privileged).")] = None,
     streamed: Annotated[list[str] | None, typer.Option("--streamed", help="Streamed item (opportunistic).")] = None,
-    system: Annotated[list[str] | None, typer.Option("--system", help="System text (fills the rest).")] = None,
+    system: Annotated[list[str] | None, typer.Option("--system", help="System text (fills the rest; memories come after it, quoted as data).")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Token budget (WordPiece).")] = 1500,
     no_memories: Annotated[bool, typer.Option("--no-memories", help="Do not prefetch memories.")] = False,
     as_json: Json = False,
@@ -160,14 +160,14 @@ def context_cmd(
     """Passive mode: prefetch memories for the recent messages and build a token-budgeted context."""
     from engram.cli.app import emit, fail
     from engram.errors import EngramError
-    from engram.query.passive import build_context, prefetch_context
+    from engram.query.passive import build_context, memory_records, prefetch_context
 
-    memories: list[str] = []
+    memories: list[dict] = []
     if message and not no_memories:
         pre = _call(prefetch_context, message, user)
-        memories = [f"[memory {h.table[:-1]} {h.id}] {h.text}" for h in pre.hits]
+        memories = memory_records(pre.hits)
     try:
-        out = build_context(message, tool_result, streamed, list(system or []) + memories, budget)
+        out = build_context(message, tool_result, streamed, system, budget, memories=memories)
     except EngramError as exc:
         fail(exc)
     if as_json:

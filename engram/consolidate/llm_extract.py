@@ -16,14 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from engram.consolidate.review_prompts import PREAMBLE
-from engram.llm.base import (
-    LLM,
-    LLMBadReply,
-    LLMError,
-    Usage,
-    data_block,
-    estimate_tokens,
-)
+from engram.llm.base import LLM, LLMBadReply, LLMError, Usage, estimate_tokens
+from engram.llm.prompt_quote import data_block
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """The LLM seam: a narrow protocol, a deterministic fake, usage accounting, and from_settings.
 
-Memory text never goes into a prompt as prose: `data_block` quotes records as JSON lines between
-markers derived from the content's hash (so a memory cannot forge the closing marker), and the
-prompts built on top say that data is never instructions.
+Memory text never goes into a prompt as prose: `data_block` (engram.llm.prompt_quote) quotes records as
+JSON lines between markers derived from the content's hash (so a memory cannot forge the closing
+marker), and the prompts built on top say that data is never instructions.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -115,28 +113,6 @@ def prompt_hash(prompt: str) -> str:
 def estimate_tokens(text: str) -> int:
     """Token estimate used for budgeting before a call: about 4 characters per token."""
     return math.ceil(len(text) / 4)
-
-
-_MARK = re.compile(r"^<<<(DATA-[0-9a-f]{16})$")
-
-
-def data_block(records: Iterable[dict[str, Any]]) -> str:
-    """Records as JSON lines between markers that a record cannot contain (they hash the lines)."""
-    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records]
-    body = "\n".join(lines)
-    tag = "DATA-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
-    return f"<<<{tag}\n{body}\n{tag}>>>"
-
-
-def read_data_block(prompt: str) -> list[dict[str, Any]]:
-    """The records of the first data block in a prompt (used by the fake and by tests)."""
-    lines = prompt.split("\n")
-    for i, line in enumerate(lines):
-        match = _MARK.match(line)
-        if match:
-            end = lines.index(f"{match.group(1)}>>>", i + 1)
-            return [json.loads(x) for x in lines[i + 1:end] if x]
-    raise LLMError("prompt has no data block")
 
 
 def parse_reply(text: str, schema: type[T]) -> T:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engram.llm.base import read_data_block
+from engram.llm.prompt_quote import read_data_block
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _TYPES = (

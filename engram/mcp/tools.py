@@ -276,7 +276,7 @@ def _maintenance_schema(s: Settings) -> dict[str, Any]:
 
 
 def _maintenance(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
-    from engram.archive.ops import ops as archive
+    from engram.archive import ops as archive
 
     op, s, u = a["op"], ctx.settings, ctx.user_id
     if a.get("table") == "fact_sources" and op != "restore":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -11,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.llm.prompt_quote import DATA_RULE, data_block, memory_record
 from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_text, utcnow
 from engram.query.lexical import tokenize
@@ -56,6 +58,7 @@ class Source:
     id: str
     table: str
     text: str
+    created_at: Any = None
 
 
 def ask(
@@ -139,42 +142,50 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
 def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: str, budget: int) -> list[Source]:
     """Facts (hybrid search) then KG entities (cosine), labelled S1.., within a token budget; no raw episodes."""
     facts = search_memory(query, "facts", MAX_FACTS, user_id, settings=settings, con=con, embedder=embedder)
-    items = [(h.id, "facts", h.text) for h in facts]
+    items = [(h.id, "facts", h.text, h.created_at) for h in facts]
     vectors, embedder = embed_query(settings, [query], embedder)
     items += candidates.retrying(_entities, con, settings, embedder, vectors[0], user_id)
     sources: list[Source] = []
     used = 0
-    for ident, table, text in items:
+    for ident, table, text, created_at in items:
         n = count_tokens(text) + 4
         if used + n > budget:
             continue
         used += n
-        sources.append(Source(f"S{len(sources) + 1}", ident, table, text))
+        sources.append(Source(f"S{len(sources) + 1}", ident, table, text, created_at))
     return sources
 
 
-def _entities(con, settings: Settings, embedder: Any, qvec, user_id: str) -> list[tuple[str, str, str]]:
+def _entities(con, settings: Settings, embedder: Any, qvec, user_id: str) -> list[tuple[str, str, str, Any]]:
     index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, MAX_ENTITIES)
     f = candidates.Filters(user_id=user_id, now=utcnow(), min_confidence=settings.deprecate_below)
     kept = candidates.fetch(con, index, rows[sims >= settings.min_floor], f)
-    return [(i, "kg_entities", kept[i]["text"]) for i in (index.ids[r] for r in rows) if i in kept]
+    return [(i, "kg_entities", kept[i]["text"], kept[i]["created_at"]) for i in (index.ids[r] for r in rows) if i in kept]
 
 
 def build_prompt(query: str, sources: list[Source], summary: str | None, history: list[tuple]) -> str:
-    """The grounded-answer prompt: rules, conversation so far, sources, question."""
+    """The grounded-answer prompt: rules, the sources and the conversation so far as quoted data, the question."""
     lines = [
         "Answer the question using ONLY the sources below. Cite at least two sources: for each, give its",
-        "label (e.g. S1) and the exact words from it you rely on. If the sources do not answer the question,",
+        "label (e.g. S1) and the exact words from its text you rely on. If the sources do not answer the question,",
         "reply with an empty answer and no citations. Do not add facts that are not in the sources.",
+        DATA_RULE,
         "",
+        "Sources:",
+        data_block([memory_record(s.id, _SOURCE_TYPES.get(s.table, s.table), s.created_at, s.text, label=s.label)
+                    for s in sources]),
     ]
-    if summary:
-        lines += ["Conversation summary:", summary, ""]
-    if history:
-        lines += ["Recent exchanges:"] + [f"Q: {q}\nA: {a or '(refused)'}" for _, q, a, _ in history[-5:]] + [""]
-    lines += ["Sources:"] + [f"[{s.label}] {s.text}" for s in sources] + ["", f"Question: {query}"]
+    conversation = [{"type": "conversation_summary", "text": summary}] if summary else []
+    conversation += [{"type": "exchange", "seq": seq, "question": q, "answer": a or "(refused)"}
+                     for seq, q, a, _ in history[-5:]]
+    if conversation:
+        lines += ["", "Conversation summary and recent exchanges (context only, not sources):", data_block(conversation)]
+    lines += ["", f"Question (a JSON string): {json.dumps(query, ensure_ascii=False)}"]
     return "\n".join(lines)
+
+
+_SOURCE_TYPES = {"facts": "fact", "kg_entities": "kg_entity"}
 
 
 def _refusal(reason: str, sources: list[dict] | None = None, coverage: float | None = None,

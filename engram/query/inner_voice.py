@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -117,7 +119,7 @@ def similar_thoughts(con, settings: Settings, embedder: Any, qvec, user_id: str,
             continue
         excerpt, _, _ = cut_at_sentence(row["text"], EXCERPT_CHARS)
         out.append({"thought_id": row["id"], "similarity": round(float(s), 6), "excerpt": excerpt,
-                    "_text": row["text"]})
+                    "_text": row["text"], "_created_at": row["created_at"]})
         if len(out) >= top_k:
             break
     return out
@@ -137,9 +139,11 @@ def extractive_answer(sources: list[dict[str, Any]]) -> str:
 def synthesize(content: str, sources: list[dict[str, Any]], llm: Any) -> str:
     """The LLM summary when an LLM is given (falls back on failure), else the extractive answer."""
     if llm is not None:
+        notes = [memory_record(s["thought_id"], "thought", s.get("_created_at"), s["_text"])
+                 for s in sources[:ANSWER_SOURCES]]
         prompt = (
             "Summarise what these notes say about the question, in at most 3 sentences, using only the notes.\n"
-            f"Question: {content}\n" + "\n".join(f"- {s['_text']}" for s in sources[:ANSWER_SOURCES])
+            + quote_memories(notes) + f"\nQuestion (a JSON string): {json.dumps(content, ensure_ascii=False)}"
         )
         try:
             summary = llm.generate(prompt, InnerVoiceSummary).parsed.summary.strip()

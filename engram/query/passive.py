@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engram.errors import InvalidInput
+from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query.common import require_int, utcnow
 from engram.query.search import Hit, search_memory
 from engram.query.tokens import count_tokens, truncate_to_tokens
@@ -18,7 +19,7 @@ from engram.store.tenant import normalise_user_id
 
 PREFETCH_TURNS = 3      # the last N turns form the prefetch query
 PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)
-SECTIONS = ("messages", "tool_results", "streamed", "system")
+SECTIONS = ("messages", "tool_results", "streamed", "system", "memories")
 
 
 @dataclass
@@ -82,6 +83,20 @@ def prefetched(user_id: str, settings: Settings) -> Prefetched | None:
     return PREFETCH.get((str(settings.db_path), user_id))
 
 
+def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """Prefetched hits as quotable memories: provenance (id, type, date) and text."""
+    return [memory_record(h.id, h.table.removesuffix("s"), h.created_at, h.text) for h in hits]
+
+
+def _memories(value: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, (str, dict)) or not all(isinstance(m, dict) and isinstance(m.get("text"), str)
+                                                  for m in value):
+        raise InvalidInput("memories: must be a list of records with a text (see prompt_quote.memory_record)")
+    return [m for m in value if m["text"].strip()]
+
+
 def _as_list(value: str | Sequence[str] | None, name: str) -> list[str]:
     if value is None:
         return []
@@ -98,12 +113,15 @@ def build_context(
     streamed: Sequence[str] | None = None,
     system: str | Sequence[str] | None = None,
     budget: int = 1500,
+    memories: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Fit the parts into `budget` WordPiece tokens, in priority order.
 
     Recent messages first (newest kept first, shown in order; the newest is truncated if it alone
     overflows), then tool results (privileged: truncated rather than dropped), then streamed items
-    (opportunistic: whole items only, when they fit), then system items fill what is left.
+    (opportunistic: whole items only, when they fit), then system items, then memories (whole records
+    only) fill what is left. Memories are never system text: they go in their own section, quoted as
+    a data block with their provenance (prompt_quote), after the system section.
     """
     budget = require_int(budget, "budget", 1, 1_000_000)
     parts = {
@@ -112,6 +130,7 @@ def build_context(
         "streamed": _as_list(streamed, "streamed"),
         "system": _as_list(system, "system"),
     }
+    memory_items = _memories(memories)
     left = budget
     kept: dict[str, list[str]] = {s: [] for s in SECTIONS}
     dropped: dict[str, int] = {s: 0 for s in SECTIONS}
@@ -146,9 +165,19 @@ def build_context(
         take("streamed", item, may_truncate=False)
     for item in parts["system"]:
         take("system", item, may_truncate=True)
+    picked: list[dict[str, Any]] = []
+    for mem in memory_items:  # the block's size is counted whole: markers, rule and JSON escaping included
+        if count_tokens(quote_memories([*picked, mem])) <= left:
+            picked.append(mem)
+        else:
+            dropped["memories"] += 1
+    block = quote_memories(picked) if picked else ""
     tokens = {s: sum(count_tokens(t) for t in kept[s]) for s in SECTIONS}
-    text = "\n\n".join("\n".join(kept[s]) for s in ("system", "tool_results", "streamed", "messages") if kept[s])
+    tokens["memories"] = count_tokens(block)
+    shown = {s: "\n".join(kept[s]) for s in SECTIONS} | {"memories": block}
+    text = "\n\n".join(shown[s] for s in ("system", "memories", "tool_results", "streamed", "messages") if shown[s])
+    sections: dict[str, list[Any]] = {**kept, "memories": picked}
     return {
-        "budget": budget, "total_tokens": sum(tokens.values()), "tokens": tokens, "sections": kept,
+        "budget": budget, "total_tokens": sum(tokens.values()), "tokens": tokens, "sections": sections,
         "dropped": dropped, "truncated": truncated, "text": text,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
 from engram.settings import load_settings
 from tests.archive_scenario import AS_OF, USER
 

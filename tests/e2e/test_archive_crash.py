@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
 from engram.store import db
 from engram.store.crash import CRASH_ENV
 from tests.archive_scenario import (

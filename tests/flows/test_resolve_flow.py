@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engram.flows.nightly import nightly_consolidation
-from engram.llm.base import fake_rules as llm_fake_rules
+from engram.llm import fake_rules as llm_fake_rules
 from engram.settings import Settings
 from engram.store import db
 from tests.llm_seed import NOW, add_facts, contradiction, facts_of, merge_case, review

@@ -8,11 +8,8 @@ from datetime import timedelta
 from engram.flows.nightly import nightly_consolidation
 from engram.settings import load_settings
 from engram.store import db
-from engram.store.sharding import (
-    add_episodes_routed,
-    all_shard_settings,
-    settings_for_tenant,
-)
+from engram.store.ingest import add_episodes_routed
+from engram.store.sharding import all_shard_settings, settings_for_tenant
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 

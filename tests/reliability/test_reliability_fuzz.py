@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.embed.models import HashEmbedder
 from engram.errors import EngramError
 from engram.settings import load_settings

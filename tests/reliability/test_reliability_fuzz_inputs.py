@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
+from engram.consolidate import stages as consolidate
 from engram.consolidate.resolve import resolve_pending
-from engram.consolidate.stages import stages as consolidate
 from engram.errors import EngramError
 from engram.llm.fake import FakeLLM
 from engram.query import search_memory

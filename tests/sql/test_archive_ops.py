@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
 from engram.errors import InvalidInput
 from engram.store import db
 from tests.archive_scenario import (

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.embed.models import from_settings
 from engram.store import db
 from tests.consolidation_scenario import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engram.consolidate.stages import stages as consolidate
+from engram.consolidate import stages as consolidate
 from engram.embed.models import from_settings
 from engram.query.search import search_memory
 from engram.store import db, fact_ops

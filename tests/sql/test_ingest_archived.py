@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engram.archive.ops import ops as archive
+from engram.archive import ops as archive
 from engram.store import db
 from engram.store.ingest import add_episodes
 

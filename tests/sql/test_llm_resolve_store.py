@@ -12,9 +12,10 @@ from pydantic import BaseModel
 
 from engram.consolidate.resolve import MAX_ATTEMPTS, decide_review, resolve_pending
 from engram.errors import InvalidInput
-from engram.llm.base import LLMUnavailable, read_data_block
+from engram.llm.base import LLMUnavailable
 from engram.llm.fake import FakeLLM
 from engram.llm.fake_rules import rule_based_responder
+from engram.llm.prompt_quote import read_data_block
 from engram.settings import Settings, load_settings
 from engram.store import db, fact_ops
 from tests.llm_seed import NOW, add_facts, contradiction, facts_of, merge_case, review

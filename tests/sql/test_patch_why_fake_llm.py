@@ -8,9 +8,9 @@ from datetime import datetime
 import pytest
 
 from engram import llm as llms
-from engram.llm.base import data_block
 from engram.llm.fake import FakeLLM
 from engram.llm.fake_rules import rule_based_responder
+from engram.llm.prompt_quote import data_block
 from engram.settings import load_settings
 from engram.thoughtdb import why
 from tests.thought_seed import claim, edge, episode

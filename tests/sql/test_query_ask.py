@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from engram.errors import FeatureDisabled
 from engram.llm.fake import FakeLLM
+from engram.llm.prompt_quote import read_data_block, read_data_blocks
 from engram.query.ask import ask, grounding_coverage
 from engram.query.vector_index import CACHE
 from tests.query_seed import seed_episodes, seed_facts
@@ -28,7 +28,7 @@ def _fresh_cache():
 
 
 def sources_in(prompt: str) -> dict[str, str]:
-    return dict(re.findall(r"^\[(S\d+)\] (.*)$", prompt, flags=re.M))
+    return {r["label"]: r["text"] for r in read_data_block(prompt)}
 
 
 def responder(answer: str, n_cite: int = 2, fake_quote: bool = False):
@@ -106,7 +106,7 @@ def test_session_rolls_a_summary_after_10_exchanges(settings, con):
     n, summary, through = con.execute("select n_exchanges, summary, summary_through from ask_sessions").fetchall()[0]
     assert (n, through) == (11, 10)
     assert summary.count("Q: ") == 10 and "(9)" in summary
-    assert "Conversation summary:" in fake.calls[-1][1]
+    assert read_data_blocks(fake.calls[-1][1])[1][0]["type"] == "conversation_summary"
 
 
 def test_coverage_counts_supported_content_words():

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram.embed.models import models as embed
+from engram.embed import models as embed
 from engram.errors import EmbedderUnavailable, InvalidInput
 from engram.settings import Settings, load_settings
 

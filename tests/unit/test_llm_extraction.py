@@ -10,9 +10,10 @@ import pytest
 from pydantic import BaseModel
 
 from engram.consolidate.llm_extract import ClusterInput, extract_facts
-from engram.llm.base import LLMUnavailable, read_data_block
+from engram.llm.base import LLMUnavailable
 from engram.llm.fake import FakeLLM
 from engram.llm.fake_rules import rule_based_responder
+from engram.llm.prompt_quote import read_data_block
 
 T0 = datetime(2026, 11, 1, 9, 0)
 

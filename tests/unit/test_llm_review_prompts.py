@@ -18,7 +18,8 @@ from engram.consolidate.review_prompts import (
     check_decision,
     validate_reply,
 )
-from engram.llm.base import LLMError, data_block, read_data_block
+from engram.llm.base import LLMError
+from engram.llm.prompt_quote import data_block, read_data_block
 
 T = datetime(2026, 1, 1)
 

@@ -6,11 +6,11 @@ import pytest
 from pydantic import BaseModel
 
 from engram.errors import InvalidInput, LLMError
+from engram.llm import from_settings
 from engram.llm.base import (
     LLMBadReply,
     Usage,
     estimate_tokens,
-    from_settings,
     prompt_hash,
 )
 from engram.llm.fake import FakeLLM

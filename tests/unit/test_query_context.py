@@ -28,7 +28,7 @@ def test_truncate_respects_the_limit():
 
 def test_everything_fits():
     out = build_context(["hi there"], ["tool ok"], ["stream"], ["sys"], budget=100)
-    assert out["dropped"] == {"messages": 0, "tool_results": 0, "streamed": 0, "system": 0}
+    assert out["dropped"] == {"messages": 0, "tool_results": 0, "streamed": 0, "system": 0, "memories": 0}
     assert out["total_tokens"] == count_tokens(out["text"]) <= 100
 
 
