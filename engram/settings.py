@@ -85,12 +85,9 @@ class Settings(BaseSettings):
     llm_run_token_budget: int = bounded(1_000_000, 0, 100_000_000, "Tokens one run may spend.")
 
     # consolidation
-    min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size.")
+    min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")
     pca_dims: int = bounded(32, 2, 512, "PCA dimensions before clustering.")
     cluster_min_similarity: float = bounded(0.5, 0.0, 1.0, "Members below this cosine to the centroid are noise.")
-    singleton_facts: bool = Field(
-        True, description="An episode no cluster takes becomes a fact of its own when it states one about the speaker."
-    )
     recluster_window_days: int = bounded(7, 0, 365, "Unassigned episodes re-clustered this long.")
     initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")
     support_threshold: float = bounded(0.75, 0.0, 1.0, "Cosine for an episode to support a fact.")

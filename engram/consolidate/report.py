@@ -7,7 +7,7 @@ from typing import Any
 
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
-    "extract": ("new_episodes", "clusters", "noise", "singletons", "facts_created"),
+    "extract": ("new_episodes", "statements", "clusters", "facts_created"),
     "confidence": ("reinforced", "supports", "contradictions", "penalised", "superseded"),
     "merge": ("candidate_pairs", "merges", "facts_merged", "queued"),
     "resolve": ("requests", "decided", "applied", "failed", "input_tokens", "output_tokens", "cost_usd"),

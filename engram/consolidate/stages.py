@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate.cluster import centrality, cluster_embeddings
+from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.merge_plan import (
     FactInfo,
     components,
@@ -35,18 +35,12 @@ from engram.store import db, fact_ops
 from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
 from engram.text.normalize import content_hash, stable_id
-from engram.text.sentences import (
-    best_sentence,
-    claim_type,
-    self_containedness,
-    states_own_fact,
-    valence_conflict,
-)
+from engram.text.atomic import atomic_statements
+from engram.text.sentences import best_sentence, claim_type, valence_conflict
 
 log = logging.getLogger(__name__)
 
 STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
-GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
 VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
 
 
@@ -109,51 +103,38 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, 
 # ---------------------------------------------------------------- extract
 
 
-def _extractive_fact(members: pl.DataFrame, vecs: np.ndarray) -> tuple[int, str, np.ndarray]:
-    """Index of the most central, self-contained member, its fact text, and member centralities."""
-    cent = centrality(vecs)
-    sentences = [best_sentence(c) for c in members["content"].to_list()]
-    scores = cent * (0.5 + 0.5 * np.array([self_containedness(s) for s in sentences]))
-    best = int(np.argmax(scores))
-    role = members["role"][best]
-    # a named speaker makes the fact self-contained ("Caroline: I love hiking"); generic roles add nothing
-    named = role and role.lower() not in GENERIC_ROLES
-    text = f"{role}: {sentences[best]}" if named else sentences[best]
-    return best, text, cent
+def _statement_drafts(eps: pl.DataFrame, rows: list[int]) -> list[tuple[str, np.ndarray, str, datetime | None]]:
+    """(text, member rows, reason, moment) per distinct statement of the given episodes.
 
-
-def _extractive_groups(eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray]) -> list[tuple[np.ndarray, str]]:
-    """(members, fact text) per cluster, splitting off members that contradict the representative.
-
-    Embeddings put "I love X" and "I don't love X" close together; one fact must not rest on both.
-    The split-off members form their own group, which the confidence stage then flags as a contradiction.
+    The same statement said in several episodes is one fact resting on all of them.
     """
-    out: list[tuple[np.ndarray, str]] = []
-    pending = list(clusters)
-    while pending:
-        idx = pending.pop(0)
-        members = eps[idx.tolist()]
-        best, text, _ = _extractive_fact(members, vecs[idx])
-        rep = best_sentence(members["content"][best])
-        odd = np.array([valence_conflict(rep, best_sentence(c)) is not None for c in members["content"].to_list()])
-        if odd.any() and not odd.all():
-            pending += [idx[~odd], idx[odd]]  # re-pick each side's representative
-        else:
-            out.append((idx, text))
-    return out
+    grouped: dict[str, tuple[str, list[int], datetime | None]] = {}
+    contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
+    for i in rows:
+        for st in atomic_statements(contents[i], roles[i], times[i]):
+            key = content_hash(st.text)
+            # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
+            moment = st.about if st.about is not None and st.about <= times[i] else None
+            text, members, first = grouped.get(key, (st.text, [], moment))
+            members.append(i)
+            grouped[key] = (text, members, first)
+    return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
+            for text, members, moment in grouped.values()]
 
 
 def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
-              embedder: Embedder, reason: str, kind: str | None = None) -> dict[str, Any]:
+              embedder: Embedder, reason: str, kind: str | None = None, moment: datetime | None = None
+              ) -> dict[str, Any]:
     s = ctx.settings
     visibility = min(members["visibility"].to_list(), key=lambda v: VISIBILITY_RANK.get(v, 0))
     tags = sorted({t for ts in members["tags"].to_list() for t in (ts or [])})
+    said = members["created_at"].min()
     return {
         "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
         "category": "general",
         "confidence": initial_confidence(members.height, s.initial_confidence, s.support_gain),
         "confidence_at": ctx.as_of, "evidence_count": members.height, "status": "active",
-        "asserted_at": members["created_at"].min(), "valid_from": members["created_at"].min(),
+        "asserted_at": said, "valid_from": moment or said,
         "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
         "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
         "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
@@ -163,7 +144,12 @@ def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame,
 
 
 def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str, Any]:
-    """Cluster new episodes; one candidate fact per cluster (LLM when configured, else extractive)."""
+    """Atomic facts from the new episodes: each statement worth remembering, speaker and time resolved.
+
+    Offline, every new episode's statements (engram.text.atomic) become facts. With an LLM, HDBSCAN
+    clusters of the episodes batch its work (several atomic facts per cluster, each citing its
+    episodes); a cluster the LLM fails falls back to the offline statements of its new episodes.
+    """
     s = ctx.settings
 
     def body() -> tuple[dict[str, Any], Callable[[db.Connection], None] | None]:
@@ -173,16 +159,12 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
                            window_start=window_start, model=embedder.model, dim=embedder.dim)
         new_ids = eps.filter(pl.col("is_new"))["id"].to_list()
         counts: dict[str, Any] = {"episodes": eps.height, "new_episodes": len(new_ids)}
-        if eps.height == 0:
+        if not new_ids:
             return {**counts, "clusters": 0, "facts_created": 0}, None
         vecs = vectors_of(eps["embedding"], embedder.dim)
-        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
-        clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
-        singles = _singletons(eps, labels) if s.singleton_facts else []
-        facts, sources = _facts_from_clusters(ctx, eps, vecs, clusters, embedder, llm, counts, singles)
+        facts, sources = _facts_of_episodes(ctx, eps, vecs, embedder, llm, counts)
         usage = counts.pop("_llm_usage", None)
-        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()), singletons=len(singles),
-                      facts_created=len(facts))
+        counts["facts_created"] = len(facts)
         watermark = eps["created_at"].max()
 
         def write(con: db.Connection) -> None:
@@ -204,40 +186,41 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
     return run_stage(ctx, "extract", body)
 
 
-def _singletons(eps: pl.DataFrame, labels: np.ndarray) -> list[np.ndarray]:
-    """Noise episodes whose best sentence states a fact about the speaker on its own, one group each.
-
-    HDBSCAN leaves a fact said once ("I adopted a dog named Max") as noise; without this it would
-    only ever be reachable as an episode. Later mentions support it; near-duplicates merge into it.
-    """
-    contents = eps["content"].to_list()
-    return [np.array([i]) for i in np.flatnonzero(labels == -1).tolist() if states_own_fact(best_sentence(contents[i]))]
-
-
-def _facts_from_clusters(
-    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, clusters: list[np.ndarray],
-    embedder: Embedder, llm: Any, counts: dict[str, Any], singles: list[np.ndarray] | None = None,
+def _facts_of_episodes(
+    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, embedder: Embedder, llm: Any, counts: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Candidate facts and their extracted_from sources: LLM when configured, else extractive;
-    `singles` (one-episode groups) are always extractive."""
-    drafts: list[tuple[str, np.ndarray, str, str | None, str | None]] = []  # (text, member idx, reason, type, category)
-    extractive = clusters
-    if llm is not None and clusters:
-        drafts, extractive = _llm_drafts(ctx, eps, clusters, llm, counts)
-    for idx, text in _extractive_groups(eps, vecs, extractive):
-        drafts.append((text, idx, f"extractive: cluster of {len(idx)} episodes", None, None))
-    for idx, text in _extractive_groups(eps, vecs, singles or []):
-        drafts.append((text, idx, "extractive: a fact stated once", None, None))
+    """Candidate facts and their extracted_from sources: the LLM's per cluster when configured, else
+    (and for what it fails) the offline statements of the new episodes."""
+    s = ctx.settings
+    new_rows = np.flatnonzero(eps["is_new"].to_numpy()).tolist()
+    drafts: list[tuple[str, np.ndarray, str, str | None, str | None, datetime | None]] = []
+    offline_rows = new_rows
+    counts["clusters"] = 0
+    if llm is not None:
+        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
+        clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
+        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()))
+        if clusters:
+            llm_drafts, failed = _llm_drafts(ctx, eps, clusters, llm, counts)
+            drafts += [(t, idx, why, kind, cat, None) for t, idx, why, kind, cat in llm_drafts]
+            covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
+            offline_rows = [i for i in new_rows if i not in covered]
+    statements = _statement_drafts(eps, offline_rows)
+    drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
+    counts["statements"] = len(statements)
     if not drafts:
         return [], []
-    # the fact text (best sentence, speaker prefix, LLM wording) differs from the turns: embed it as stored
-    fact_vecs = embedder.embed([d[0] for d in drafts])
+    # a statement that is its episode's whole text keeps the episode's vector; the rest are embedded as stored
+    contents = eps["content"].to_list()
+    same = [len(d[1]) == 1 and d[0] == contents[int(d[1][0])] for d in drafts]
+    embedded = iter(embedder.embed([d[0] for d, keep in zip(drafts, same, strict=True) if not keep]))
+    fact_vecs = [vecs[int(d[1][0])] if keep else next(embedded) for d, keep in zip(drafts, same, strict=True)]
     facts, sources = [], []
-    for (text, idx, reason, kind, category), vec in zip(drafts, fact_vecs, strict=True):
+    for (text, idx, reason, kind, category, moment), vec in zip(drafts, fact_vecs, strict=True):
         members = eps[idx.tolist()]
         member_ids = members["id"].to_list()
         fact_id = stable_id("fact", ctx.user_id, content_hash(text), *sorted(member_ids))
-        row = _fact_row(ctx, fact_id, text, members, vec, embedder, reason, kind)
+        row = _fact_row(ctx, fact_id, text, members, vec, embedder, reason, kind, moment)
         if category:
             row["category"] = category
         facts.append(row)

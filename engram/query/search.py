@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -66,11 +67,15 @@ class Hit:
     session_id: str | None = None
     kind: str | None = None
     claim_type: str | None = None
+    # a fact's source episodes among the results' candidates, folded under it: id, time, matching text
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = asdict(self)
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        for src in out["sources"]:
+            src["created_at"] = src["created_at"].isoformat() if src.get("created_at") else None
         return out
 
 
@@ -128,27 +133,78 @@ def _search(
     con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
     tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str,
 ) -> list[Hit]:
-    hits: list[Hit] = []
-    for table in tables:
-        hits.extend(candidates.retrying(_search_one, con, settings, table, query, qvec, embedder, limit, f, method))
-    hits.sort(key=lambda h: (-h.score, h.table, h.id))
-    log.info("search: %d hit(s) from %s", min(len(hits), limit), ",".join(tables))
-    return hits[:limit]
+    if "facts" not in tables:
+        hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f, method)
+    else:
+        hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f, method)
+    log.info("search: %d hit(s) from %s", len(hits), ",".join(tables))
+    return hits
 
 
 def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
-    limit: int, f: candidates.Filters, method: str,
+    limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
 ) -> list[Hit]:
     index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
-    return search_table(con, settings, index, query, qvec, limit, f, method)
+    return search_table(con, settings, index, query, qvec, limit, f, method, also)
+
+
+def _search_units(
+    con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
+    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str,
+) -> list[Hit]:
+    """Memory units: a fact with its source episodes folded under it, or (search_type both) an episode
+    no returned fact covers.
+
+    A fact inherits the evidence of the episodes it was extracted from: it is found by the words and
+    meaning its sources had, and ranks where its best source episode would. Each episode lends its
+    rank to one fact only (its best-ranked statement), so one turn never fills several slots.
+    """
+    pool = max(3 * limit, MIN_CANDIDATES)
+    episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method)
+    links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id, episode_ids=[h.id for h in episodes])
+    facts_of: dict[str, list[str]] = defaultdict(list)
+    for episode_id, fact_id in links:
+        facts_of[episode_id].append(fact_id)
+    linked = sorted({fid for _, fid in links})
+    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool + len(linked), f, method, linked)
+    fact_by_id = {h.id: h for h in facts}
+    inherited: dict[str, float] = {}
+    folded: dict[str, list[Hit]] = defaultdict(list)
+    for ep in episodes:
+        shown = [fid for fid in facts_of.get(ep.id, ()) if fid in fact_by_id]
+        if not shown:
+            continue
+        best = max(shown, key=lambda fid: (fact_by_id[fid].score, fid))
+        inherited[best] = max(inherited.get(best, 0.0), ep.score)
+        for fid in shown:
+            folded[fid].append(ep)
+    for h in facts:
+        h.score = round(max(h.score, inherited.get(h.id, 0.0)), 6)
+        h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text} for e in folded.get(h.id, ())]
+    units: list[Hit] = list(facts)
+    if "episodes" in tables:
+        units += episodes
+    # facts first on a tie: a fact that inherited an episode's score stands for it
+    units.sort(key=lambda h: (-h.score, h.table != "facts", h.id))
+    out: list[Hit] = []
+    covered: set[str] = set()
+    for h in units:
+        if h.table == "episodes" and h.id in covered:
+            continue
+        out.append(h)
+        covered.update(src["id"] for src in h.sources)
+        if len(out) == limit:
+            break
+    return out
 
 
 def search_table(
     con: db.Connection, settings: Settings, index: TableIndex, query: str, qvec: np.ndarray | None,
-    limit: int, f: candidates.Filters, method: str = "hybrid",
+    limit: int, f: candidates.Filters, method: str = "hybrid", also: list[str] | None = None,
 ) -> list[Hit]:
-    """Rank one table: candidates from both rankings, symbolic filters, fusion, diversity."""
+    """Rank one table: candidates from both rankings (plus the rows `also` names), symbolic filters,
+    fusion, diversity."""
     if index.n == 0:
         return []
     context = CONTEXT_WEIGHT if index.table == "episodes" else 0.0
@@ -157,6 +213,7 @@ def search_table(
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method)
+        rows = sorted(set(rows) | {index.pos[i] for i in also or () if i in index.pos})
         kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
             break

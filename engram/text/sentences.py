@@ -75,11 +75,6 @@ def self_containedness(text: str) -> float:
     return max(score, 0.0)
 
 
-def states_own_fact(sentence: str) -> bool:
-    """Whether a sentence alone is worth a fact: fully self-contained and about the speaker ("I adopted a dog")."""
-    return self_containedness(sentence) >= 1.0 and any(t.split("'")[0] in FIRST_PERSON for t in words(sentence))
-
-
 def split_sentences(text: str) -> list[str]:
     """The sentences of a text; a question and its short answer stay together ("Who coaches? Dan.")."""
     sentences: list[str] = []

@@ -1,0 +1,85 @@
+"""Relative time as data: "yesterday", "last week", "two years ago" resolved against when it was said.
+
+Resolution is dateparser's (a maintained library that takes a base date); this module only decides
+which of the spans dateparser finds are time expressions at all. dateparser also reads "may",
+"march" or "second" as dates and "7 years" (a duration) as a point in time, so a span is kept only
+when it carries a time anchor: a relative word (ago, yesterday, last, next, ...), a weekday, or a
+calendar date with a number in it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+_ANCHOR = re.compile(
+    r"\b(ago|yesterday|today|tonight|tomorrow|last|next|this|past|previous|coming|earlier|later"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b",
+    re.I,
+)
+_MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?"
+          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_CALENDAR = re.compile(rf"\b(\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})|(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?"
+                       rf"|(?:{_MONTH})\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})\b", re.I)
+# a cheap test before dateparser runs at all (most sentences have no time expression)
+_MAYBE = re.compile(rf"\b(ago|yesterday|today|tonight|tomorrow|last|next|this|weekend|monday|tuesday|wednesday"
+                    rf"|thursday|friday|saturday|sunday|{_MONTH}|\d{{4}})\b", re.I)
+_EDGE_WORDS = re.compile(r"^(?:and|the|on|in|at|of|for|to)\s+|\s+(?:and|the|on|in|at|of|for|to)$", re.I)
+
+
+@dataclass(frozen=True)
+class TimeMention:
+    """A time expression of a sentence: the span as written and the moment it names."""
+
+    span: str
+    moment: datetime
+    relative: bool  # resolved against when it was said ("yesterday"), not written as a date
+
+
+@cache
+def _search() -> Any:
+    from dateparser.search import search_dates  # imported on first use: it takes ~0.6 s
+
+    return search_dates
+
+
+def _is_time_expression(span: str) -> bool:
+    if _ANCHOR.search(span) or _CALENDAR.search(span):
+        return True
+    return False  # "7 years" is how long, not when; "may" alone is a verb
+
+
+def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
+    """Time expressions of a sentence, resolved against `said_at` (a naive UTC datetime)."""
+    if not _MAYBE.search(sentence):
+        return []
+    settings = {"RELATIVE_BASE": said_at, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+    try:
+        found = _search()(sentence, languages=["en"], settings=settings) or []
+    except (ValueError, OverflowError, TypeError):  # dateparser raises on odd inputs; no date then
+        return []
+    out = []
+    for span, moment in found:
+        span = _EDGE_WORDS.sub("", span.strip(" ,.;:!?")).strip()
+        if span and _is_time_expression(span):
+            out.append(TimeMention(span, moment, relative=not _CALENDAR.search(span)))
+    return out
+
+
+def format_date(moment: datetime) -> str:
+    """A date as people write it in English: 7 May 2023."""
+    return f"{moment.day} {moment:%B %Y}"
+
+
+def with_absolute_dates(sentence: str, said_at: datetime) -> tuple[str, datetime | None]:
+    """The sentence with relative time made absolute ("yesterday" -> "yesterday (7 May 2023)"), and the
+    moment the sentence is about (its first time mention), if it names one."""
+    mentions = time_mentions(sentence, said_at)
+    text = sentence
+    for m in mentions:
+        if m.relative:
+            text = text.replace(m.span, f"{m.span} ({format_date(m.moment)})", 1)
+    return text, (mentions[0].moment if mentions else None)
