@@ -50,7 +50,7 @@ def episode_text(q: TemporalQuestion, answer: str) -> str:
 
 def run(embedder: CachedEmbedder, path: Path, as_of: datetime, max_questions: int | None = None,
         max_probes_per_question: int = 2, llm: str = "none") -> dict[str, Any]:
-    """Latest-answer@1 and as_of@1 before (episodes) and after (facts) consolidation, plus the BM25 baseline."""
+    """Latest-answer@1 and as_of@1 before (episodes) and after (facts; both = the default search) consolidation, plus the BM25 baseline."""
     qs = load_situatedqa(path)
     if max_questions is not None:
         qs = qs[:max_questions]
@@ -84,6 +84,8 @@ def run(embedder: CachedEmbedder, path: Path, as_of: datetime, max_questions: in
         facts = fact_table(store, USER)
         with db.open_reader(store.settings) as con:
             out["facts"] = _score(qs, probes, lambda q, when: top_text(con, q, "facts", when))
+            # the default search: memory units of facts and episodes together
+            out["both"] = _score(qs, probes, lambda q, when: top_text(con, q, "both", when))
         out["consolidation"] = {k: v for k, v in counts.items() if k != "confidence_after_extract"}
         out["fact_statuses"] = {s: sum(f["status"] == s for f in facts) for s in sorted({f["status"] for f in facts})}
         answer_of = {r["id"]: (r["session_id"], r["content"]) for r in records}

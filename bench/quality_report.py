@@ -342,7 +342,7 @@ def _knowledge(res: dict[str, Any]) -> list[str]:
         f"with `as_of` = a probe date ({k['as_of_probes']} probes) the top hit states the answer valid then.", "",
         "| system | latest@1 | stale@1 | as_of@1 |", "|---|---|---|---|",
     ]
-    for name in ("baseline_bm25", "episodes", "facts"):
+    for name in ("baseline_bm25", "episodes", "facts", "both"):
         x = k[name]
         lines.append(f"| {name} | {_f(x['latest_at_1'])} | {_f(x['stale_at_1'])} | {_f(x['as_of_at_1'])} |")
     lines += [

@@ -29,7 +29,7 @@ SEED_FACTS = {
     "f_stale": ("Carol used to collect stamps from Peru", 0.35, 100, 1),  # 0.35 e^(-0.2) < 0.3
 }
 NEW_EPISODES = [
-    "Alice works at Acme Corp as a senior engineer.",
+    "alice works at acme corp as senior engineer",
     "alice works at acme corp as senior engineer",
     "alice works at acme corp as senior engineer",
     "alice works at acme corp as senior engineer",

@@ -27,6 +27,7 @@ from engram.consolidate.merge_plan import (
     similar_pairs,
 )
 from engram.consolidate.scoring import decayed_array, initial_confidence, reinforced
+from engram.consolidate.updates import frame_updates
 from engram.embed.models import Embedder
 from engram.errors import InvalidInput
 from engram.llm.usage import record_run_usage
@@ -34,9 +35,9 @@ from engram.settings import Settings
 from engram.store import db, fact_ops
 from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
-from engram.text.normalize import content_hash, stable_id
 from engram.text.atomic import atomic_statements
-from engram.text.sentences import best_sentence, claim_type, valence_conflict
+from engram.text.normalize import content_hash, stable_id
+from engram.text.sentences import best_sentence, claim_type, valence_conflict, words
 
 log = logging.getLogger(__name__)
 
@@ -103,16 +104,27 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, 
 # ---------------------------------------------------------------- extract
 
 
-def _statement_drafts(eps: pl.DataFrame, rows: list[int]) -> list[tuple[str, np.ndarray, str, datetime | None]]:
+def statement_key(text: str) -> str:
+    """Two statements with the same words (case and punctuation aside) state the same thing."""
+    return " ".join(words(text))
+
+
+def _statement_drafts(
+    eps: pl.DataFrame, rows: list[int], known: set[str]
+) -> list[tuple[str, np.ndarray, str, datetime | None]]:
     """(text, member rows, reason, moment) per distinct statement of the given episodes.
 
-    The same statement said in several episodes is one fact resting on all of them.
+    The same statement said in several episodes is one fact resting on all of them; a statement an
+    active fact already makes (`known` keys) creates nothing: the confidence stage counts the
+    episode as that fact's support.
     """
     grouped: dict[str, tuple[str, list[int], datetime | None]] = {}
     contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
     for i in rows:
         for st in atomic_statements(contents[i], roles[i], times[i]):
-            key = content_hash(st.text)
+            key = statement_key(st.text)
+            if key in known:
+                continue
             # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
             moment = st.about if st.about is not None and st.about <= times[i] else None
             text, members, first = grouped.get(key, (st.text, [], moment))
@@ -205,7 +217,9 @@ def _facts_of_episodes(
             drafts += [(t, idx, why, kind, cat, None) for t, idx, why, kind, cat in llm_drafts]
             covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
-    statements = _statement_drafts(eps, offline_rows)
+    with db.open_store(s) as con:
+        known = {statement_key(text) for _, text, _ in db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)}
+    statements = _statement_drafts(eps, offline_rows, known)
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
     if not drafts:
@@ -329,6 +343,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         valid_from = dict(zip(fact_ids, facts["valid_from"].to_list(), strict=True)) if facts.height else {}
         contra_changes, reviews = _contradictions(
             ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)), valid_from)
+        contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
         counts.update(reinforced=len(support_changes),
                       supports=sum(r["relation"] == "supports" for r in support_rows),
                       against=sum(r["relation"] == "contradicts" for r in support_rows),
@@ -347,6 +362,21 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         return counts, write
 
     return run_stage(ctx, "confidence", body)
+
+
+def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]) -> list[fact_ops.FactChange]:
+    """A new fact with the frame of an older one and another value supersedes it (engram.consolidate.updates)."""
+    if not created:
+        return []
+    with db.open_store(ctx.settings) as con:
+        rows = db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)
+    ids, texts, valid_from = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [])
+    return [
+        fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value in the same frame",
+                            status="superseded", valid_to=u.valid_to, related_fact_id=u.new_id)
+        for u in frame_updates(ids, texts, valid_from, created)
+        if u.old_id not in decided
+    ]
 
 
 PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float64, "conflict": pl.String}

@@ -43,6 +43,8 @@ RRF_WEIGHT_VECTOR = 0.8
 CONTEXT_WEIGHT = 0.25
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
+STALE_STATUSES = {"superseded", "retracted"}
+STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
 MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per table
 
 
@@ -164,9 +166,23 @@ def _search_units(
     episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method)
     links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id, episode_ids=[h.id for h in episodes])
     facts_of: dict[str, list[str]] = defaultdict(list)
-    for episode_id, fact_id in links:
+    has_current: set[str] = set()
+    has_replaced: set[str] = set()
+    at = f.as_of or f.now
+    for episode_id, fact_id, status, valid_from, valid_to in links:
         facts_of[episode_id].append(fact_id)
-    linked = sorted({fid for _, fid in links})
+        in_force = (valid_from is None or valid_from <= at) and (valid_to is None or valid_to > at)
+        if in_force and (status == "active" or (f.as_of is not None and status == "superseded")):
+            has_current.add(episode_id)
+        elif status in STALE_STATUSES or (valid_to is not None and valid_to <= at):
+            has_replaced.add(episode_id)
+    replaced = has_replaced - has_current  # every fact this episode stated has a newer version
+    for ep in episodes:
+        if ep.id in replaced:
+            # what this episode said has a newer version: it ranks below current memories, labelled
+            ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
+            ep.status = "superseded"
+    linked = sorted({fid for _, fid, *_ in links})
     facts = _search_one(con, settings, "facts", query, qvec, embedder, pool + len(linked), f, method, linked)
     fact_by_id = {h.id: h for h in facts}
     inherited: dict[str, float] = {}

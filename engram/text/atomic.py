@@ -66,14 +66,32 @@ def _third_person(verb: str) -> str | None:
     return forms[0] if forms else None
 
 
+def tense(sentence: str) -> str | None:
+    """'past' or 'present' by the first word that can only be read as a verb form of that tense; None
+    when no word tells ("Who coaches the Lions? Dan Campbell." is present, "Ann moved to Porto" past)."""
+    lemmas, _ = _inflection()
+    from lemminflect import getAllInflections
+
+    for word in words(sentence):
+        base = lemmas(word).get("VERB")
+        if not base:
+            continue
+        tags = {tag for tag, forms in getAllInflections(base[0], upos="VERB").items() if word in forms}
+        if tags and tags <= {"VBD", "VBN"}:
+            return "past"
+        if tags & {"VBZ", "VBP"}:
+            return "present"
+    return None
+
+
 def speaker_name(role: str | None) -> str | None:
-    """The name first person stands for: a named speaker, "The user" for a user role, else None."""
+    """The name first person stands for: a named (capitalised) speaker, "The user" for a user role, else None."""
     if not role or not role.strip():
         return None
     if role.strip().lower() in USER_ROLES:
         return "The user"
-    if role.strip().lower() in GENERIC_ROLES:
-        return None
+    if role.strip().lower() in GENERIC_ROLES or not role.strip()[0].isupper():
+        return None  # a lower-case role ("note", "tool") names a kind of source, not a person
     return role.strip()
 
 

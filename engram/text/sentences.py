@@ -75,13 +75,28 @@ def self_containedness(text: str) -> float:
     return max(score, 0.0)
 
 
+_ABBREVIATION = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|No|Mt|Ft|Gen|Col|Lt|Sgt|Capt)|\b[A-Z])\.$")
+_PERSONAL = {"i", "you", "we", "he", "she", "they", "it", "my", "your", "our", "his", "her", "their", "its", "me", "us"}
+ANSWER_MAX_WORDS = 8
+
+
 def split_sentences(text: str) -> list[str]:
-    """The sentences of a text; a question and its short answer stay together ("Who coaches? Dan.")."""
+    """The sentences of a text. An abbreviation or initial ("Mr.", "A.") ends no sentence; a question
+    and its answer stay together when the answer is a short phrase, not a sentence of its own
+    ("Who coaches the Lions? Dan Campbell." is one statement; "Where? I live in Porto." two)."""
     sentences: list[str] = []
     for s in (s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip())):
-        if s and sentences and sentences[-1].endswith("?") and len(words(s)) < 4:
+        if not s:
+            continue
+        if sentences and _ABBREVIATION.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {s}"
+            continue
+        w = words(s)
+        if sentences and sentences[-1].endswith("?") and (
+            len(w) < 4 or (len(w) <= ANSWER_MAX_WORDS and not any(t.split("'")[0] in _PERSONAL for t in w))
+        ):
             sentences[-1] = f"{sentences[-1]} {s}"  # a question and its short answer state one thing together
-        elif s:
+        else:
             sentences.append(s)
     return sentences
 
@@ -149,6 +164,34 @@ def names(text: str) -> set[str]:
         if i > 0 and tok[0].isupper() and tok.lower() not in _NOT_NAMES:
             out.add(tok.lower())
     return out
+
+
+def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
+    """A statement's frame (its words with values masked) and its values (names and numbers).
+
+    The subject, a name the statement starts with, stays in the frame: "Ann lives in Porto" and
+    "Bob lives in Porto" are two frames. (None, {}) for a statement with no value to mask.
+    """
+    tokens = [m.group() for m in _TOKEN.finditer(text)]
+    if not tokens:
+        return None, frozenset()
+    subject = 0
+    while subject < len(tokens) and tokens[subject][0].isupper() and tokens[subject].lower() not in _NOT_NAMES:
+        subject += 1
+    frame: list[str] = []
+    values: list[str] = []
+    for i, tok in enumerate(tokens):
+        is_value = i >= max(subject, 1) and (
+            tok[0].isdigit() or (tok[0].isupper() and tok.lower() not in _NOT_NAMES))
+        if is_value:
+            values.append(tok.lower())
+            if not frame or frame[-1] != "?":
+                frame.append("?")
+        else:
+            frame.append(tok.lower())
+    if not values:
+        return None, frozenset()
+    return " ".join(frame), frozenset(values)
 
 
 def valence_conflict(a: str, b: str) -> str | None:

@@ -27,14 +27,15 @@ def test_sharded_nightly_on_threads(settings, monkeypatch) -> None:
     add_episodes_routed(episodes(6), s)
     one = nightly_consolidation(user_id="tenant-01", as_of=AS_OF)
     assert list(one["tenants"]) == ["tenant-01"]
-    assert facts_by_tenant(s) == {"tenant-01": 3}
+    # per topic, "X." / "X" / "x" are one statement and "Note: x" another: 2 facts x 3 topics
+    assert facts_by_tenant(s) == {"tenant-01": 6}
     with db.open_store(settings_for_tenant(s, "tenant-01")) as con:
-        assert con.execute("select count(*) from facts where user_id = 'tenant-01'").fetchall() == [(3,)]
+        assert con.execute("select count(*) from facts where user_id = 'tenant-01'").fetchall() == [(6,)]
 
     every = nightly_consolidation(as_of=AS_OF)
     assert every["shards"] == [0, 1, 2, 3]
     assert sorted(every["tenants"]) == [u for u in tenants(6) if u != "tenant-01"]  # tenant-01 had no work left
-    assert facts_by_tenant(s) == {u: 3 for u in tenants(6)}
+    assert facts_by_tenant(s) == {u: 6 for u in tenants(6)}
     before = {}
     for sh in all_shard_settings(s, existing_only=True):
         with db.open_store(sh) as con:

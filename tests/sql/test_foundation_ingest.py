@@ -26,7 +26,8 @@ from engram.store.ingest import (
 from engram.store.locomo import locomo_records
 from engram.text.normalize import content_hash
 
-LOCOMO_DEV = Path("/work/shared/data/locomo/locomo_dev.json")
+# The shared data sits beside the repo (<repo>/../shared), never at an absolute machine path
+LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
 def _episodes(con: db.Connection) -> list[dict[str, Any]]:
@@ -174,7 +175,8 @@ def test_locomo_bad_files_raise_typed_errors(tmp_path: Path, mutate: Any, messag
         locomo_records(path)
 
 
-@pytest.mark.skipif(not LOCOMO_DEV.is_file(), reason="shared LoCoMo dev file not present")
+@pytest.mark.shared_data
+@pytest.mark.skipif(not LOCOMO_DEV.is_file(), reason=f"needs the shared LoCoMo data: {LOCOMO_DEV} is absent")
 def test_locomo_dev_file_ingests_every_turn(settings: Settings, con: db.Connection) -> None:
     data = json.loads(LOCOMO_DEV.read_text())
     turns = sum(len(v) for s in data for k, v in s["conversation"].items()

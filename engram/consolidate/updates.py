@@ -1,0 +1,59 @@
+"""Knowledge updates by frame: the same statement with another value is a newer version of it.
+
+A statement's frame is its words with the values masked: names and numbers after its subject
+("Who coaches the Lions? Dan Campbell." -> "who coaches the lions ?"; "Caroline lives in Porto" ->
+"caroline lives in ?"). Two facts with one frame and different values state one attribute of one
+subject with two values: the older is superseded by the newer (valid until the newer's valid_from).
+Frames are compared exactly, so this needs no similarity threshold; statements whose values are
+not names or numbers ("I drink coffee" / "I drink tea") are left to the similarity-based rules.
+Only statements of a state are updated: a past event ("Ann went to Paris", then "Ann went to Rome")
+is history that stays true, so a statement in the past tense takes no part, unless it answers a
+question ("Who won the last final? Spain."): the question is the attribute, whatever its tense.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from engram.text.atomic import tense
+from engram.text.sentences import frame_of
+
+
+@dataclass(frozen=True)
+class Update:
+    """The older fact `old_id` is superseded by `new_id` from `valid_to` on."""
+
+    old_id: str
+    new_id: str
+    valid_to: datetime
+
+
+def frame_updates(
+    ids: list[str], texts: list[str], valid_from: list[datetime], changed: set[str]
+) -> list[Update]:
+    """Supersessions among current facts, for frames that a `changed` (new) fact takes part in.
+
+    Within a frame, facts are ordered by valid_from; each value is superseded by the next different
+    value after it. Facts stated at the same moment with different values are a contradiction, not
+    an update: they are left alone here.
+    """
+    by_frame: dict[str, list[int]] = defaultdict(list)
+    values: dict[int, frozenset[str]] = {}
+    for i, text in enumerate(texts):
+        frame, value = frame_of(text)
+        if frame is not None and value and ("?" in text.rstrip("?") or tense(text) != "past"):
+            by_frame[frame].append(i)
+            values[i] = value
+    out: list[Update] = []
+    for members in by_frame.values():
+        if len(members) < 2 or not any(ids[i] in changed for i in members):
+            continue
+        members.sort(key=lambda i: (valid_from[i], ids[i]))
+        for pos, i in enumerate(members):
+            newer = next((j for j in members[pos + 1:]
+                          if values[j] != values[i] and valid_from[j] > valid_from[i]), None)
+            if newer is not None:
+                out.append(Update(ids[i], ids[newer], valid_from[newer]))
+    return out
