@@ -183,7 +183,7 @@ def _search_units(
             ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
             ep.status = "superseded"
     linked = sorted({fid for _, fid, *_ in links})
-    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool + len(linked), f, method, linked)
+    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool, f, method, linked)
     fact_by_id = {h.id: h for h in facts}
     inherited: dict[str, float] = {}
     folded: dict[str, list[Hit]] = defaultdict(list)
@@ -294,7 +294,9 @@ def _rank(
         score = np.where(has_vec, relevance, 0.0)
     order = np.argsort(-score, kind="stable")
     hits: list[Hit] = []
-    kept_vecs: list[tuple[int, np.ndarray]] = []  # (index in hits, vector)
+    # vectors of the hits so far (row k belongs to hits[owner[k]]), compared at once with each candidate
+    kept_mat = np.empty((len(order), index.matrix.shape[1] if index.matrix.ndim == 2 else 0), dtype=np.float32)
+    owner: list[int] = []
     kept_hashes: set[str] = set()
     for j in order:
         if score[j] <= 0:
@@ -306,7 +308,10 @@ def _rank(
         row["content_hash"] = chash
         if chash in kept_hashes:
             continue
-        near = next((k for k, other in kept_vecs if vec is not None and float(vec @ other) >= DIVERSITY_COSINE), None)
+        near = None
+        if vec is not None and owner:
+            close = np.flatnonzero(kept_mat[:len(owner)] @ vec >= DIVERSITY_COSINE)
+            near = owner[int(close[0])] if len(close) else None
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         hit = _hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
@@ -320,7 +325,8 @@ def _rank(
             continue
         kept_hashes.add(chash)
         if vec is not None:
-            kept_vecs.append((len(hits), vec))
+            kept_mat[len(owner)] = vec
+            owner.append(len(hits))
         hits.append(hit)
     return hits
 
