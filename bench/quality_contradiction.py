@@ -1,4 +1,4 @@
-"""Contradiction evaluation: engram's detector (cosine > threshold and a valence conflict) on SICK and MNLI.
+"""Contradiction evaluation: engram's detector (engram.consolidate.pair_rules.contradiction) on SICK and MNLI.
 
 The threshold is swept on SICK train (the only split with contradiction labels meant for tuning);
 SICK trial and MNLI dev-matched (binary) are reported untouched. Baseline: always "contradiction"
@@ -16,16 +16,27 @@ import numpy as np
 from bench import metrics
 from bench.quality_data import Pair, load_nli_binary, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
+from engram.consolidate import pair_rules
 from engram.text.sentences import ANTONYMS, valence_conflict, words
 
 THRESHOLDS = np.round(np.concatenate([[-1.0], np.arange(0.30, 0.991, 0.01)]), 2)
 
 
+def rule_score(a: str, b: str, cos: float) -> tuple[str, float]:
+    """The detector as a (reason, score) pair: pair_rules.contradiction(a, b, cos, t) fires exactly when
+    reason != "" and score > t. The score is the cosine, or 1.0 when the pair shares enough content words
+    above CONTRADICTION_MIN_COSINE (that branch ignores the threshold), so one sweep covers the rule."""
+    reason = pair_rules.contradiction(a, b, 1.0, 0.0) or ""  # valence conflict about the same subject
+    shared = pair_rules.view(a, b).jaccard >= pair_rules.CONTRADICTION_MIN_SHARED
+    return reason, 1.0 if shared and cos > pair_rules.CONTRADICTION_MIN_COSINE else cos
+
+
 def features(embedder: CachedEmbedder, pairs: list[Pair], sick: bool) -> dict[str, np.ndarray]:
-    """Cosine, the rule's reason (or ''), and the gold contradiction label."""
-    reasons = np.array([valence_conflict(p.a, p.b) or "" for p in pairs])
+    """Detector score (see rule_score), the rule's reason (or ''), and the gold contradiction label."""
+    cos = pair_cosines(embedder, [p.a for p in pairs], [p.b for p in pairs])
+    scored = [rule_score(p.a, p.b, float(c)) for p, c in zip(pairs, cos, strict=True)]
     gold = np.array([p.judgment == "CONTRADICTION" for p in pairs]) if sick else np.array([p.label for p in pairs])
-    return {"cos": pair_cosines(embedder, [p.a for p in pairs], [p.b for p in pairs]), "reason": reasons, "gold": gold}
+    return {"cos": np.array([x for _, x in scored]), "reason": np.array([r for r, _ in scored]), "gold": gold}
 
 
 def antonym_pairs(pairs: list[Pair]) -> Counter:
@@ -96,9 +107,9 @@ def conversation_alarms(embedder: CachedEmbedder, locomo: Path, max_conversation
         vecs = embedder.embed(texts)
         sims = np.triu(vecs @ vecs.T, 1)
         for i, j in zip(*np.nonzero(sims > ALARM_THRESHOLDS[0]), strict=True):
-            why = valence_conflict(texts[i], texts[j])
+            why, score = rule_score(texts[i], texts[j], float(sims[i, j]))
             if why:
-                fired_cos.append(float(sims[i, j]))
+                fired_cos.append(score)
                 reasons[why] += 1
                 if sims[i, j] > 0.85 and len(shown) < examples:
                     shown.append({"cos": float(sims[i, j]), "a": texts[i][:120], "b": texts[j][:120], "why": why})

@@ -1,7 +1,9 @@
 """Dedupe evaluation: engram's pair-level merge rule on MSRP and SICK, threshold chosen on train only.
 
-The rule under test is the one the merge stage applies to a pair of facts: cosine > merge_threshold
-and no valence conflict (engram.claims.valence_conflict). A token-Jaccard rule with its own
+The rule under test is the one the merge stage applies to a pair of facts,
+engram.consolidate.pair_rules.same_statement (cosine > merge_threshold, a merge model on cosine and
+lexical overlap, no valence conflict, no swapped word/direction/role). The cosine sweep shows the old
+rule (cosine > threshold and no valence conflict) beside it. A token-Jaccard rule with its own
 train-chosen threshold is the baseline, and exact normalised-text equality (content_hash) the floor.
 """
 
@@ -16,8 +18,8 @@ import numpy as np
 from bench import metrics
 from bench.quality_data import Pair, load_msrp, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
+from engram.consolidate.pair_rules import same_statement
 from engram.text.normalize import content_hash
-from engram.text.sentences import valence_conflict
 
 THRESHOLDS = np.round(np.arange(0.50, 0.991, 0.01), 2)
 MERGE_PRECISION = 0.9  # the precision a merge decision should have on train (a wrong merge hides a fact)
@@ -32,10 +34,13 @@ def jaccard(a: str, b: str) -> float:
 def pair_features(embedder: CachedEmbedder, pairs: list[Pair]) -> dict[str, np.ndarray]:
     """Cosine, Jaccard, valence agreement, exact-hash equality and labels of each pair."""
     a, b = [p.a for p in pairs], [p.b for p in pairs]
+    cos = pair_cosines(embedder, a, b)
     return {
-        "cos": pair_cosines(embedder, a, b),
+        "cos": cos,
         "jaccard": np.array([jaccard(x, y) for x, y in zip(a, b, strict=True)]),
-        "agree": np.array([valence_conflict(x, y) is None for x, y in zip(a, b, strict=True)]),
+        # same_statement(a, b, cos, t) == (cos > t) & agree: the rule but its cosine floor, so every sweep
+        # below measures what the merge stage applies
+        "agree": np.array([same_statement(x, y, float(c), -1.0) for x, y, c in zip(a, b, cos, strict=True)], dtype=bool),
         "same_hash": np.array([content_hash(x) == content_hash(y) for x, y in zip(a, b, strict=True)]),
         "label": np.array([p.label for p in pairs]),
         "relatedness": np.array([p.relatedness if p.relatedness is not None else np.nan for p in pairs]),
@@ -43,8 +48,13 @@ def pair_features(embedder: CachedEmbedder, pairs: list[Pair]) -> dict[str, np.n
     }
 
 
-def _at(f: dict[str, np.ndarray], threshold: float) -> dict[str, float]:
-    pred = (f["cos"] > threshold) & f["agree"]
+def _merged(f: dict[str, Any], threshold: float) -> np.ndarray:
+    """What the merge stage merges at this merge_threshold (pair_rules.same_statement)."""
+    return (f["cos"] > threshold) & f["agree"]
+
+
+def _at(f: dict[str, Any], threshold: float) -> dict[str, float]:
+    pred = _merged(f, threshold)
     out = metrics.prf(pred, f["label"]).as_dict()
     if f["contradiction"].any():
         out["contradictions_merged"] = float(pred[f["contradiction"]].mean())
@@ -83,11 +93,11 @@ def evaluate_source(embedder: CachedEmbedder, name: str, train: list[Pair], dev:
     if not np.isnan(fd["relatedness"]).all():
         out["spearman_cos_relatedness_dev"] = metrics.spearman(fd["cos"], fd["relatedness"])
         out["spearman_jaccard_relatedness_dev"] = metrics.spearman(fd["jaccard"], fd["relatedness"])
-        merged = np.flatnonzero((fd["cos"] > default) & fd["agree"] & fd["contradiction"])
+        merged = np.flatnonzero(_merged(fd, default) & fd["contradiction"])
         out["merged_contradictions_dev"] = [
             {"a": dev[i].a, "b": dev[i].b, "cos": float(fd["cos"][i])} for i in merged[:8]]
         out["contradiction_merge_curve_dev"] = [
-            {"threshold": float(t), "merged": float(((fd["cos"] > t) & fd["agree"])[fd["contradiction"]].mean()),
+            {"threshold": float(t), "merged": float(_merged(fd, t)[fd["contradiction"]].mean()),
              "above_cosine": float((fd["cos"] > t)[fd["contradiction"]].mean())} for t in THRESHOLDS
         ]
     return out

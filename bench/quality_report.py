@@ -229,8 +229,10 @@ def _dedupe(res: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "## 2. Dedupe (merge decision on sentence pairs)", "",
-        "The rule under test is the merge stage's pair rule: cosine > merge_threshold and no valence conflict "
-        "(negation, antonym, different value). Positives: MSRP `Quality = 1` (paraphrase); SICK `ENTAILMENT`. "
+        "The rule under test is the merge stage's pair rule, `pair_rules.same_statement`: cosine > merge_threshold, "
+        "a logistic model on cosine and lexical overlap (fitted on MSRP train) above its train-chosen cut, no "
+        "valence conflict (negation, antonym, different value) and, in short statements, no swapped word, "
+        "direction or role. Positives: MSRP `Quality = 1` (paraphrase); SICK `ENTAILMENT`. "
         "Baseline: token-set Jaccard with its own threshold chosen on train (ratio = engram F1 / Jaccard F1); "
         "floor: exact normalised text (content_hash), which is what dedupe without embeddings gives.", "",
     ]
@@ -278,8 +280,10 @@ def _contradiction(res: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "## 3. Contradiction detection", "",
-        "Detector: cosine > threshold and `valence_conflict` fires (what the confidence stage applies to fact "
-        "pairs at contradiction_threshold, and to episode-vs-fact evidence at support_threshold). Positives: "
+        "Detector: `pair_rules.contradiction`, what the confidence stage applies to fact pairs at "
+        "contradiction_threshold: a valence conflict (negation, antonym, different value) between statements "
+        "about the same subject, with cosine > threshold, or cosine > 0.6 when they share two thirds of their "
+        "content words (episode-vs-fact evidence still uses the valence rule at support_threshold). Positives: "
         "SICK `CONTRADICTION`, MNLI label 1. The threshold is swept on SICK train only; MNLI has no train split "
         "here and is never tuned on. Baseline: always \"contradiction\" (its F1 is what a detector must beat).", "",
         "| detector | SICK trial P | R | F1 | MNLI P | R | F1 |", "|---|---|---|---|---|---|---|",

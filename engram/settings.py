@@ -94,7 +94,8 @@ class Settings(BaseSettings):
     support_gain: float = bounded(0.05, 0.0, 1.0, "c += gain * (1 - c) per supporting episode.")
     decay_rate: float = bounded(0.002, 0.0, 1.0, "c *= exp(-rate * days since evidence) (bench/QUALITY.md).")
     contradiction_threshold: float = bounded(0.8, 0.0, 1.0, "Cosine for a contradiction check (bench/QUALITY.md).")
-    merge_threshold: float = bounded(0.85, 0.0, 1.0, "Cosine for a merge candidate pair.")
+    merge_threshold: float = bounded(
+        0.7, 0.0, 1.0, "Cosine for a merge candidate pair; the pair rule decides (engram/consolidate/pair_rules.py).")
     auto_merge_min_confidence: float = bounded(0.6, 0.0, 1.0, "Auto-merge needs one fact above.")
     deprecate_below: float = bounded(0.3, 0.0, 1.0, "Facts below become deprecated.")
     passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs more than.")

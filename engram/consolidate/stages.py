@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from engram.consolidate import pair_rules
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.merge_plan import (
     FactInfo,
@@ -385,12 +386,15 @@ PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float6
 def _fact_pairs(
     ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
 ) -> pl.DataFrame:
-    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their valence conflict."""
+    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their contradiction, if any.
+
+    Pairs down to pair_rules.CONTRADICTION_MIN_COSINE are searched (a negation between statements sharing
+    most words contradicts at a modest cosine); below `threshold` only contradictions are kept."""
     if not changed or facts.height < 2:
         return pl.DataFrame(schema=PAIR_SCHEMA)
     ids = facts["id"].to_list()
     rows = [i for i, fid in enumerate(ids) if fid in changed]
-    qi, cj, sim = similar_pairs(fvecs[rows], fvecs, threshold)
+    qi, cj, sim = similar_pairs(fvecs[rows], fvecs, min(threshold, pair_rules.CONTRADICTION_MIN_COSINE))
     found: dict[tuple[str, str], float] = {}
     for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
         a, b = ids[rows[q]], ids[j]
@@ -400,10 +404,10 @@ def _fact_pairs(
         return pl.DataFrame(schema=PAIR_SCHEMA)
     with db.open_store(ctx.settings) as con:
         texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
-    return pl.DataFrame(
-        [(a, b, c, valence_conflict(texts[a], texts[b])) for (a, b), c in sorted(found.items())],
-        schema=PAIR_SCHEMA, orient="row",
-    )
+    rows_out = [(a, b, c, pair_rules.contradiction(texts[a], texts[b], c, ctx.settings.contradiction_threshold))
+                for (a, b), c in sorted(found.items())]
+    return pl.DataFrame([r for r in rows_out if r[2] > threshold or r[3] is not None],
+                        schema=PAIR_SCHEMA, orient="row")
 
 
 def store_pairs(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> None:
@@ -424,8 +428,7 @@ def _contradictions(
     as_of queries. A negation or antonym, or two values asserted at the same time, is a contradiction
     the rules cannot settle: both sides are halved (once per fact per run) and the pair is queued.
     """
-    conflict = pairs.filter(pl.col("conflict").is_not_null()
-                            & (pl.col("similarity") > ctx.settings.contradiction_threshold))
+    conflict = pairs.filter(pl.col("conflict").is_not_null())  # pair_rules.contradiction, cosine gate included
     if conflict.height == 0:
         return [], []
     with db.open_store(ctx.settings) as con:
@@ -506,11 +509,13 @@ def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                              as_of=ctx.as_of, rate=s.decay_rate)
             contradicted = _existing_pairs(con, ctx.user_id, "contradiction")
             queued = _existing_pairs(con, ctx.user_id, "merge")
+            texts = _fact_texts(con, ctx.user_id, pairs["fact_a"].to_list() + pairs["fact_b"].to_list())
         similar = pairs.filter(pl.col("similarity") > s.merge_threshold)
         conflicting = {frozenset((r["fact_a"], r["fact_b"])) for r in similar.filter(
             pl.col("conflict").is_not_null()).iter_rows(named=True)} | contradicted
         agree = [(r["fact_a"], r["fact_b"]) for r in similar.iter_rows(named=True)
-                 if frozenset((r["fact_a"], r["fact_b"])) not in conflicting]
+                 if frozenset((r["fact_a"], r["fact_b"])) not in conflicting
+                 and pair_rules.same_statement(texts[r["fact_a"]], texts[r["fact_b"]], r["similarity"], s.merge_threshold)]
         comps = components(agree)
         infos: dict[str, FactInfo] = {}
         evidence: dict[str, int] = {}

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from bench.quality_contradiction import (
     ALARM_BUDGET_PER_1000_TURNS,
     ALARM_THRESHOLDS,
     conversation_alarms,
+    rule_score,
 )
 from bench.quality_embed import CachedEmbedder
 from engram.embed.models import HashEmbedder
@@ -42,9 +41,14 @@ def test_counts_each_firing_pair_once_per_threshold(tmp_path: Path) -> None:
     assert cos > ALARM_THRESHOLDS[0]
     assert out["turns"] == len(TURNS) and out["reasons"] == {"negation": 1}
     rates = out["alarms_per_1000_turns"]
+    # the rule's score: the cosine, or 1.0 when the pair shares two thirds of its content words (as here:
+    # the negation is the only difference), which fires at every threshold
+    why, score = rule_score(f"Ann: {TURNS[0][1]}", f"Ann: {TURNS[1][1]}", cos)
+    assert why == "negation"
     for t in ALARM_THRESHOLDS:
-        want = 1000 / len(TURNS) if cos > t else 0.0
+        want = 1000 / len(TURNS) if score > t else 0.0
         assert rates[f"{t:.2f}"] == want, t
-    # one alarm in five turns is over the budget, so the lowest threshold within it is the first above the cosine
+    # one alarm in five turns is over the budget, so the lowest threshold within it is the first above the score
     assert 1000 / len(TURNS) > ALARM_BUDGET_PER_1000_TURNS
-    assert out["lowest_threshold_within_budget"] == float(ALARM_THRESHOLDS[np.argmax(ALARM_THRESHOLDS >= cos)])
+    within = ALARM_THRESHOLDS[ALARM_THRESHOLDS >= score]
+    assert out["lowest_threshold_within_budget"] == (float(within[0]) if len(within) else None)

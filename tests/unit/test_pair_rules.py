@@ -1,0 +1,103 @@
+"""Pair rules: when two facts say the same thing, and when they contradict."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.consolidate import pair_rules
+from engram.consolidate.pair_rules import (
+    changed_detail,
+    contradiction,
+    same_statement,
+    stem,
+    subject,
+)
+
+
+@pytest.mark.parametrize(("a", "b", "cos", "expected"), [
+    # near-identical restatements merge
+    ("Caroline adopted a dog in May", "Caroline adopted a dog in May.", 0.99, True),
+    ("Melanie loves pottery and painting", "Melanie loves painting and pottery", 0.97, True),
+    # a paraphrase with the same words mostly kept
+    ("The company said profits rose sharply in the second quarter",
+     "The company said its profits rose sharply in the second quarter", 0.95, True),
+    # below the cosine floor nothing merges
+    ("Caroline adopted a dog in May", "Caroline adopted a dog in May.", 0.6, False),
+    # negation, antonym, other number or name: not the same statement
+    ("Caroline likes hiking", "Caroline does not like hiking", 0.93, False),
+    ("Melanie loves camping", "Melanie hates camping", 0.9, False),
+    ("The standup is at 9:30 every weekday", "The standup is at 10:30 every weekday", 0.97, False),
+    ("Caroline lives in Lisbon", "Caroline lives in Porto", 0.9, False),
+    # a swapped word, direction or role in a short statement (what the cosine merges on SICK)
+    ("A few men in a competition are running outside", "A few men in a competition are running indoors", 0.87, False),
+    ("Three men are jumping on a wall", "Three men are jumping off a wall", 0.96, False),
+    ("The woman is picking up the kangaroo", "The kangaroo is picking up the woman", 0.97, False),
+    ("Caroline likes running", "Caroline likes swimming", 0.88, False),
+    # little lexical overlap: the model does not call it a paraphrase even at a high cosine
+    ("Caroline went to a support group yesterday", "The meeting she attended helped a lot", 0.86, False),
+])
+def test_same_statement(a: str, b: str, cos: float, expected: bool) -> None:
+    assert same_statement(a, b, cos, 0.7) is expected
+
+
+@pytest.mark.parametrize(("a", "b", "cos", "expected"), [
+    # negation between statements about the same thing: the cosine branch and the shared-words branch
+    ("A man is playing a guitar", "A man is not playing a guitar", 0.9, "negation"),
+    ("A man is playing a guitar", "There is no man playing a guitar", 0.7, "negation"),
+    # shared words but too dissimilar, or little in common and below the threshold: no alarm
+    ("A man is playing a guitar", "There is no man playing a guitar", 0.55, None),
+    ("Joanna: Let me know if you try it.", "Joanna: I can't try it right now.", 0.75, None),
+    # antonym and different value
+    ("Melanie loves camping", "Melanie hates camping", 0.85, "antonym"),
+    ("The standup is at 9:30 every weekday", "The standup is at 10:30 every weekday", 0.95, "different value"),
+    # different subjects never contradict
+    ("Caroline: I love pizza", "Melanie: I don't love pizza", 0.9, None),
+    ("Caroline likes hiking", "Melanie does not like hiking", 0.9, None),
+    # same subject, stated by name and by speaker prefix
+    ("Caroline: I love pizza", "Caroline: I don't love pizza", 0.9, "negation"),
+    # no valence difference: no contradiction however similar
+    ("Caroline adopted a dog", "Caroline adopted a puppy", 0.95, None),
+])
+def test_contradiction(a: str, b: str, cos: float, expected: str | None) -> None:
+    assert contradiction(a, b, cos, 0.8) == expected
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    ("A man is running outside", "A man is running indoors", "word swapped"),
+    ("A boy is jumping into the water", "A boy is jumping out of the water", "direction swapped"),
+    ("The dog is chasing the cat", "The cat is chasing the dog", "roles swapped"),
+    ("A man is running outside", "A man is running outside today", None),  # an added detail, not a swap
+    # long statements are left to the merge model: paraphrases swap words
+    ("The association said 28 million DVDs were rented in the week that ended June 15 in the whole country",
+     "The association said 28 million DVDs were rented in the week that closed June 15 in the whole country", None),
+])
+def test_changed_detail(a: str, b: str, expected: str | None) -> None:
+    assert changed_detail(a, b) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Caroline: I love it", "caroline"),
+    ("Caroline adopted a dog", "caroline"),
+    ("Caroline's dog is called Max", "caroline"),
+    ("A man is running", None),
+    ("Two dogs run in the park", None),
+    ("There is no man", None),
+    ("Nobody is here", None),
+])
+def test_subject(text: str, expected: str | None) -> None:
+    assert subject(text) == expected
+
+
+@pytest.mark.parametrize(("word", "expected"), [
+    ("running", "run"), ("runs", "run"), ("stopped", "stop"), ("cities", "city"), ("glasses", "glass"),
+    ("dogs", "dog"), ("Caroline's", "caroline"),
+])
+def test_stem(word: str, expected: str) -> None:
+    assert stem(word.lower()) == expected
+
+
+def test_merge_probability_is_monotone_in_cosine_and_overlap() -> None:
+    a, b = "Caroline adopted a dog in May", "Caroline adopted a small dog in May"
+    assert pair_rules.merge_probability(a, b, 0.9) > pair_rules.merge_probability(a, b, 0.7)
+    assert pair_rules.merge_probability(a, a, 0.9) > pair_rules.merge_probability(a, b, 0.9)
+    assert 0.0 < pair_rules.merge_probability(a, "Totally unrelated words here", 0.1) < 0.1
