@@ -220,6 +220,24 @@ def different_subjects(a: str, b: str) -> bool:
     return v.subject_a is not None and v.subject_b is not None and v.subject_a != v.subject_b
 
 
+# English markers that a habit or state has ended ("I stopped drinking coffee", "no longer", "quit").
+_CESSATION = re.compile(
+    r"\b(stopped|stop|quit|quitted|gave up|give up|no longer|not anymore|not any more|anymore|used to"
+    r"|no more|instead of)\b", re.I)
+CESSATION_MIN_SHARED = 2  # content words the ended habit shares with the earlier statement
+
+
+def cessation(a: str, b: str) -> bool:
+    """Whether one of the two says that what the other states has ended ("I drink coffee every morning"
+    / "I stopped drinking coffee"): they share the habit's content words and only one has the marker."""
+    ca, cb = bool(_CESSATION.search(a)), bool(_CESSATION.search(b))
+    if ca == cb:
+        return False
+    pair = view(a, b)
+    shared = {stem(w) for w in pair.content_a} & {stem(w) for w in pair.content_b}
+    return len(shared) >= CESSATION_MIN_SHARED
+
+
 def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | None:
     """Why a and b contradict (negation, antonym, different value), or None.
 
@@ -229,8 +247,12 @@ def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | Non
     """
     if cosine <= min(min_cosine, CONTRADICTION_MIN_COSINE):
         return None
+    if different_subjects(a, b):
+        return None
     why = valence_conflict(a, b)
-    if why is None or different_subjects(a, b):
+    if why is None and cessation(a, b):
+        return "cessation"
+    if why is None:
         return None
     if cosine > min_cosine or view(a, b).jaccard >= CONTRADICTION_MIN_SHARED:
         return why

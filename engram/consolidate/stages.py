@@ -441,7 +441,7 @@ def _contradictions(
         if pair in seen:
             continue
         seen.add(pair)
-        if why == "different value" and valid_from[a] != valid_from[b]:
+        if why in ("different value", "cessation") and valid_from[a] != valid_from[b]:
             older, newer = (a, b) if valid_from[a] < valid_from[b] else (b, a)
             if older not in superseded or valid_from[newer] < superseded[older][0]:
                 superseded[older] = (valid_from[newer], newer, c)
@@ -450,7 +450,7 @@ def _contradictions(
         penalised.setdefault(b, a)
         reviews.append(_review(ctx, "contradiction", sorted(pair), f"{why}; cos {c:.3f}"))
     changes = [
-        fact_ops.FactChange(fid, "superseded", f"update: a later fact states a different value (cos {c:.3f})",
+        fact_ops.FactChange(fid, "superseded", f"update: a later fact states another value or the end of this one (cos {c:.3f})",
                             status="superseded", valid_to=until, related_fact_id=newer)
         for fid, (until, newer, c) in sorted(superseded.items())
     ]

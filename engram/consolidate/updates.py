@@ -9,6 +9,7 @@ not names or numbers ("I drink coffee" / "I drink tea") are left to the similari
 Only statements of a state are updated: a past event ("Ann went to Paris", then "Ann went to Rome")
 is history that stays true, so a statement in the past tense takes no part, unless it answers a
 question ("Who won the last final? Spain."): the question is the attribute, whatever its tense.
+Preferences are many-valued ("Ann likes Paris", "Ann likes Rome"): they take no part either.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engram.text.atomic import tense
-from engram.text.sentences import frame_of
+from engram.text.sentences import claim_type, frame_of
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ def frame_updates(
     values: dict[int, frozenset[str]] = {}
     for i, text in enumerate(texts):
         frame, value = frame_of(text)
-        if frame is not None and value and ("?" in text.rstrip("?") or tense(text) != "past"):
+        answered = "?" in text.rstrip("?")
+        if frame is not None and value and (answered or (tense(text) != "past" and claim_type(text) != "preference")):
             by_frame[frame].append(i)
             values[i] = value
     out: list[Update] = []

@@ -71,10 +71,13 @@ class Hit:
     claim_type: str | None = None
     # a fact's source episodes among the results' candidates, folded under it: id, time, matching text
     sources: list[dict[str, Any]] = field(default_factory=list)
+    # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
+    absorbed: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = asdict(self)
+        out.pop("absorbed")
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
         for src in out["sources"]:
             src["created_at"] = src["created_at"].isoformat() if src.get("created_at") else None
@@ -187,8 +190,9 @@ def _search_units(
     fact_by_id = {h.id: h for h in facts}
     inherited: dict[str, float] = {}
     folded: dict[str, list[Hit]] = defaultdict(list)
+    stands_for = {a: h.id for h in facts for a in h.absorbed}  # a near-duplicate fact -> the fact shown for it
     for ep in episodes:
-        shown = [fid for fid in facts_of.get(ep.id, ()) if fid in fact_by_id]
+        shown = sorted({stands_for.get(fid, fid) for fid in facts_of.get(ep.id, ())} & fact_by_id.keys())
         if not shown:
             continue
         best = max(shown, key=lambda fid: (fact_by_id[fid].score, fid))
@@ -297,7 +301,7 @@ def _rank(
     # vectors of the hits so far (row k belongs to hits[owner[k]]), compared at once with each candidate
     kept_mat = np.empty((len(order), index.matrix.shape[1] if index.matrix.ndim == 2 else 0), dtype=np.float32)
     owner: list[int] = []
-    kept_hashes: set[str] = set()
+    kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
     for j in order:
         if score[j] <= 0:
             break
@@ -307,6 +311,7 @@ def _rank(
         chash = row.get("content_hash") or content_hash(row["text"])
         row["content_hash"] = chash
         if chash in kept_hashes:
+            hits[kept_hashes[chash]].absorbed.append(row["id"])
             continue
         near = None
         if vec is not None and owner:
@@ -320,10 +325,13 @@ def _rank(
             if _is_update(hits[near], hit, kept):
                 # the later statement of the same thing with another value is the current one: it takes the slot
                 hit.score = hits[near].score
+                hit.absorbed = [*hits[near].absorbed, hits[near].id]
                 hits[near] = hit
-                kept_hashes.add(chash)
+                kept_hashes[chash] = near
+            else:
+                hits[near].absorbed.append(hit.id)
             continue
-        kept_hashes.add(chash)
+        kept_hashes[chash] = len(hits)
         if vec is not None:
             kept_mat[len(owner)] = vec
             owner.append(len(hits))

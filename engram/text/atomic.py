@@ -28,6 +28,7 @@ MAX_STATEMENT_CHARS = 400
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "had", "was",
           "used", "ought", "need"}
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
+_NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
 _ANSWERED_QUESTION = re.compile(r"\?\s+\S")
 
@@ -53,9 +54,9 @@ def _inflection() -> tuple[Any, Any]:
 
 def _third_person(verb: str) -> str | None:
     """'love' -> 'loves', 'go' -> 'goes', 'am' -> 'is'; None when `verb` is not a present base form."""
-    lower = verb.lower()
-    if lower == "am":
-        return "is"
+    lower = verb.lower().replace("\u2019", "'")
+    if lower in _NEGATED:
+        return _NEGATED[lower]
     if lower in MODALS:
         return None
     lemmas, inflect = _inflection()
@@ -114,10 +115,12 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
     while i < len(tokens):
         tok = tokens[i]
         low = tok.lower().replace("\u2019", "'")
+        # "The user" opens a sentence; inside one it is "the user" (a proper name keeps its case)
+        here = name if not any(t.strip() for t in out) or name != "The user" else "the user"
         if low in _CONTRACTIONS:
-            out.append(f"{name} {_CONTRACTIONS[low]}")
+            out.append(f"{here} {_CONTRACTIONS[low]}")
         elif low == "i":
-            out.append(name)
+            out.append(here)
             # the verb after "I", or after one adverb ("I really love"), agrees with the name
             verb_at = _next_word(tokens, i)
             if verb_at is not None and _third_person(tokens[verb_at]) is None and tokens[verb_at].endswith("ly"):
@@ -128,9 +131,9 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
                 out.append(verb)
                 i = verb_at
         elif low in ("my", "mine"):
-            out.append(f"{name}'s")
+            out.append(f"{here}'s")
         elif low in ("me", "myself"):
-            out.append(name)
+            out.append(here)
         else:
             out.append(tok)
         i += 1

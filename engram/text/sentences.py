@@ -167,7 +167,7 @@ def names(text: str) -> set[str]:
 
 
 def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
-    """A statement's frame (its words with values masked) and its values (names and numbers).
+    """A statement's frame (its content words with values masked) and its values (names and numbers).
 
     The subject, a name the statement starts with, stays in the frame: "Ann lives in Porto" and
     "Bob lives in Porto" are two frames. (None, {}) for a statement with no value to mask.
@@ -187,7 +187,7 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
             values.append(tok.lower())
             if not frame or frame[-1] != "?":
                 frame.append("?")
-        else:
+        elif tok.lower() not in STOPWORDS:  # "now", "in", "the" do not change what is stated
             frame.append(tok.lower())
     if not values:
         return None, frozenset()

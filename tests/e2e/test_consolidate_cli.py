@@ -42,6 +42,11 @@ def test_demo_prints_a_report_facts_and_searches(demo_dir: Path) -> None:
     # the private episode never shows up in a search
     texts = [h["text"] for hits in report["searches"].values() for h in hits]
     assert not any("password" in t for t in texts)
+    # the current memory comes first, and a search shows each memory once (a fact folds its episodes)
+    drink = report["searches"]["what does the user drink in the morning?"]
+    assert "green tea" in drink[0]["text"].lower()
+    for hits in report["searches"].values():
+        assert len({h["text"] for h in hits}) == len(hits)
 
 
 def test_explain_shows_history_and_sources(demo_dir: Path) -> None:

@@ -1,0 +1,57 @@
+"""Search returns memory units: a fact with its source episodes folded under it, current over stale."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from engram.consolidate.stages import STAGES, run_tenant
+from engram.query.search import search_memory
+from engram.settings import Settings
+from engram.store import db
+from engram.store.ingest import add_episodes
+
+# recent enough that decay has not taken the facts out of search (an unreinforced fact lasts ~255 days)
+T0 = (datetime.now(UTC) - timedelta(days=90)).replace(tzinfo=None, hour=9, minute=0, second=0, microsecond=0)
+
+
+def _episodes() -> list[dict]:
+    rows = [
+        ("Ann", "I live in Lisbon.", T0),
+        ("Ann", "My sister Lena works as a pilot for TAP.", T0 + timedelta(minutes=1)),
+        ("Ann", "I live in Porto now.", T0 + timedelta(days=60)),
+    ]
+    return [{"id": f"e{i}", "user_id": "ann", "role": who, "session_id": f"s{i}", "content": text,
+             "created_at": when.isoformat()} for i, (who, text, when) in enumerate(rows)]
+
+
+def test_an_episode_is_searchable_right_after_it_is_added(settings: Settings) -> None:
+    add_episodes([{"user_id": "ann", "content": "I keep my passport in the blue drawer.",
+                   "created_at": T0.isoformat()}], settings)
+    hits = search_memory("where is my passport?", "both", 5, "ann", settings=settings)
+    assert [h.text for h in hits] == ["I keep my passport in the blue drawer."]
+    assert hits[0].table == "episodes" and hits[0].status == "pending_embed"
+
+
+def test_a_fact_folds_its_episodes_and_an_update_supersedes(settings: Settings) -> None:
+    add_episodes(_episodes(), settings)
+    run_tenant(settings, "ann", "run-1", T0 + timedelta(days=61), list(STAGES))
+    with db.open_store(settings) as con:
+        facts = dict(con.execute("select text, status from facts where user_id = 'ann'").fetchall())
+        lisbon_valid_to = con.execute("select valid_to from facts where text like 'Ann lives in Lisbon%'").fetchall()
+    assert facts["Ann lives in Porto now."] == "active"
+    assert facts["Ann lives in Lisbon."] == "superseded"
+    assert lisbon_valid_to == [(T0 + timedelta(days=60),)]
+    assert facts["Ann's sister Lena works as a pilot for TAP."] == "active"
+
+    hits = search_memory("where does Ann live?", "both", 5, "ann", settings=settings)
+    texts = [h.text for h in hits]
+    assert texts[0] == "Ann lives in Porto now."
+    assert hits[0].table == "facts" and [s["id"] for s in hits[0].sources] == ["e2"]
+    # the episode the fact came from is not returned again; the replaced one ranks below, labelled
+    assert "I live in Porto now." not in texts
+    stale = next(h for h in hits if h.id == "e0")
+    assert stale.status == "superseded" and texts.index(stale.text) > 0
+    assert len(texts) == len(set(texts))
+
+    then = search_memory("where does Ann live?", "facts", 3, "ann", as_of=T0 + timedelta(days=1), settings=settings)
+    assert then[0].text == "Ann lives in Lisbon."

@@ -1,0 +1,90 @@
+"""Atomic statements: sentence splitting, speaker resolution, relative dates, what is worth remembering."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from engram.text.atomic import atomic_statements, resolve_speaker, speaker_name, tense, worth_remembering
+from engram.text.dates import time_mentions, with_absolute_dates
+from engram.text.sentences import frame_of, split_sentences
+
+SAID = datetime(2023, 5, 8, 13, 56)
+
+
+@pytest.mark.parametrize(("sentence", "name", "want"), [
+    ("I love my dog.", "Ann", "Ann loves Ann's dog."),
+    ("I went to Paris with my sister.", "Ann", "Ann went to Paris with Ann's sister."),
+    ("I really enjoy painting.", "Ann", "Ann really enjoys painting."),
+    ("I'm a nurse and I've got two kids.", "Ann", "Ann is a nurse and Ann has got two kids."),
+    ("Please note I don't eat meat.", "The user", "Please note the user doesn't eat meat."),
+    ("I can swim.", "Ann", "Ann can swim."),
+    ("Tell me about it.", "Ann", "Tell Ann about it."),
+    ("I love it.", None, "I love it."),
+])
+def test_first_person_becomes_the_speaker(sentence: str, name: str | None, want: str) -> None:
+    assert resolve_speaker(sentence, name) == want
+
+
+@pytest.mark.parametrize(("role", "want"), [
+    ("Caroline", "Caroline"), ("user", "The user"), ("assistant", None), ("note", None), (None, None), ("  ", None),
+])
+def test_speaker_name_of_a_role(role: str | None, want: str | None) -> None:
+    assert speaker_name(role) == want
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Who won? Dan Campbell. Great.", ["Who won? Dan Campbell.", "Great."]),
+    ("Where do you live? I live in Porto.", ["Where do you live?", "I live in Porto."]),
+    ("I met Mr. Smith and Anna B. Jones today.", ["I met Mr. Smith and Anna B. Jones today."]),
+    ("", []),
+])
+def test_sentences_keep_abbreviations_and_short_answers(text: str, want: list[str]) -> None:
+    assert split_sentences(text) == want
+
+
+@pytest.mark.parametrize(("sentence", "keep"), [
+    ("I adopted a dog named Max.", True),
+    ("It was a painting of a sunset over the lake.", True),  # a leading pronoun still states something
+    ("What did you paint?", False),
+    ("Good to see you!", False),  # about the listener, whom a memory cannot name
+    ("Wow, cool!", False),
+    ("Who coaches the Lions? Dan Campbell.", True),
+])
+def test_what_is_worth_remembering(sentence: str, keep: bool) -> None:
+    assert worth_remembering(sentence) is keep
+
+
+def test_relative_dates_are_resolved_against_when_it_was_said() -> None:
+    text, about = with_absolute_dates("I went to a support group yesterday.", SAID)
+    assert text == "I went to a support group yesterday (7 May 2023)."
+    assert about is not None and about.date() == datetime(2023, 5, 7).date()
+    assert time_mentions("We may go hiking in March.", SAID) == []  # "may" and a bare month are no dates
+    assert time_mentions("I have painted for 7 years.", SAID) == []  # a duration, not a time
+    assert [m.moment.date() for m in time_mentions("Two weeks ago I started yoga.", SAID)] == [
+        datetime(2023, 4, 24).date()]
+
+
+def test_an_episode_becomes_its_statements() -> None:
+    got = atomic_statements(
+        "Hey Mel! Good to see you! I went to a LGBTQ support group yesterday. What about you?", "Caroline", SAID)
+    assert [s.text for s in got] == ["Caroline went to a LGBTQ support group yesterday (7 May 2023)."]
+    assert got[0].about is not None and got[0].about.day == 7
+
+
+@pytest.mark.parametrize(("sentence", "want"), [
+    ("Caroline lives in Porto.", "present"),
+    ("Caroline went to Paris.", "past"),
+    ("Who is the president? Joe Biden.", "present"),
+    ("Nice!", None),
+])
+def test_tense(sentence: str, want: str | None) -> None:
+    assert tense(sentence) == want
+
+
+def test_frames_mask_values_but_keep_the_subject() -> None:
+    assert frame_of("Caroline lives in Lisbon.") == ("caroline lives ?", frozenset({"lisbon"}))
+    assert frame_of("Caroline lives in Porto now.")[0] == frame_of("Caroline lives in Lisbon.")[0]
+    assert frame_of("Melanie lives in Porto.")[0] != frame_of("Caroline lives in Porto.")[0]
+    assert frame_of("I love green tea.") == (None, frozenset())

@@ -1,0 +1,34 @@
+"""Knowledge updates by frame: a newer value of the same attribute supersedes the older one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engram.consolidate.updates import Update, frame_updates
+
+T1, T2, T3 = datetime(2023, 1, 1), datetime(2023, 6, 1), datetime(2024, 1, 1)
+
+
+def test_a_new_value_supersedes_the_older_one_from_its_own_date() -> None:
+    got = frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Ann lives in Porto."], [T1, T2], {"b"})
+    assert got == [Update("a", "b", T2)]
+
+
+def test_each_value_is_superseded_by_the_next_different_one() -> None:
+    texts = ["Who coaches the Lions? Jim Caldwell.", "Who coaches the Lions? Matt Patricia.",
+             "Who coaches the Lions? Dan Campbell."]
+    got = frame_updates(["a", "b", "c"], texts, [T1, T2, T3], {"c"})
+    assert got == [Update("a", "b", T2), Update("b", "c", T3)]
+
+
+def test_past_events_other_subjects_and_old_frames_are_left_alone() -> None:
+    # going to Rome after Paris does not undo having gone to Paris
+    assert frame_updates(["a", "b"], ["Ann went to Paris.", "Ann went to Rome."], [T1, T2], {"b"}) == []
+    # preferences are many-valued
+    assert frame_updates(["a", "b"], ["Ann loves Paris.", "Ann loves Rome."], [T1, T2], {"b"}) == []
+    # another subject is another frame
+    assert frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Bob lives in Porto."], [T1, T2], {"b"}) == []
+    # nothing new in the frame this run: nothing to decide
+    assert frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Ann lives in Porto."], [T1, T2], set()) == []
+    # two values stated at the same moment are a contradiction for review, not an update
+    assert frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Ann lives in Porto."], [T1, T1], {"b"}) == []
