@@ -121,7 +121,9 @@ def run(embedder: CachedEmbedder, data: Path, as_of: datetime, max_questions: in
             for method, table in (("facts", "facts"), ("both", "both")):
                 hits = search_memory(q["question"], table, KMAX, q["user"], settings=store.settings, con=con,
                                      embedder=embedder)
-                covers = [{_turn(e) for e in src.get(h.id, ())} if h.table == "facts" else {_turn(h.id)} for h in hits]
+                # a fact unit covers its provenance and the episodes folded under it in the result
+                covers = [{_turn(e) for e in src.get(h.id, ())} | {_turn(x["id"]) for x in h.sources}
+                          if h.table == "facts" else {_turn(h.id)} for h in hits]
                 rec[method].append(_recalls(covers, q["gold"]))
                 if method == "facts":
                     top_sim["facts"].append(max((h.similarity or 0.0 for h in hits), default=0.0))
