@@ -45,9 +45,10 @@ def search_cmd(
     include_private: Private = False,
     tag: Tags = None,
     exclude_tag: NoTags = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show what each relevance is made of.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Active search: hybrid (BM25 + vector) over facts and episodes, filtered, diverse, ranked."""
+    """Active search: memories (a fact with its source episodes, or an episode), current first, ranked."""
     from engram.cli.app import emit
     from engram.query.search import search_memory
 
@@ -60,8 +61,15 @@ def search_cmd(
     if not hits:
         echo("no results")
     for h in hits:
-        sim = "-" if h.similarity is None else f"{h.similarity:.2f}"
-        echo(f"{h.score:.4f}  {h.table[:-1]:7} {h.id}  sim={sim} conf={h.confidence:.2f}  {safe(h.text[:160])}")
+        date = f"{h.date:%Y-%m-%d}" if h.date else "-         "
+        status = h.status if h.status not in (None, "active") else ""
+        echo(f"{h.relevance:.2f}  {h.table[:-1]:7} {date}  {status:12} {safe(h.text[:160])}")
+        if explain:
+            parts = "  ".join(f"{k} {v:.2f}" for k, v in h.parts.items())
+            echo(f"      {parts}  rank score {h.score:.4f}  id {h.id}")
+            for src in h.sources:
+                when = f"{src['created_at']:%Y-%m-%d}" if src.get("created_at") else "-"
+                echo(f"      from episode {src['id']} ({when}): {safe(src['text'][:120])}")
 
 
 def retrieve_cmd(

@@ -71,6 +71,11 @@ class Hit:
     claim_type: str | None = None
     # a fact's source episodes among the results' candidates, folded under it: id, time, matching text
     sources: list[dict[str, Any]] = field(default_factory=list)
+    date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
+    valid_to: datetime | None = None
+    # what the 0-1 relevance is made of, each 0-1: semantic (cosine), lexical (BM25 / best in the table),
+    # recency, confidence
+    parts: dict[str, float] = field(default_factory=dict)
     # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
     absorbed: list[str] = field(default_factory=list, repr=False)
 
@@ -79,6 +84,8 @@ class Hit:
         out = asdict(self)
         out.pop("absorbed")
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        out["date"] = self.date.isoformat() if self.date else None
+        out["valid_to"] = self.valid_to.isoformat() if self.valid_to else None
         for src in out["sources"]:
             src["created_at"] = src["created_at"].isoformat() if src.get("created_at") else None
         return out
@@ -287,6 +294,7 @@ def _rank(
     rec = np.array([recency(kept[i].get("created_at"), f.at) for i in ids])
     relevance = settings.weight_similarity * ctx + settings.weight_confidence * conf + settings.weight_recency * rec
     lex_scores = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
+    lex_top = float(lex.max()) if lex is not None and len(lex) and lex.max() > 0 else 1.0
     score = np.zeros(len(pos))
     if method != "lexical":
         vrank = _ranks(relevance, has_vec)
@@ -319,8 +327,12 @@ def _rank(
             near = owner[int(close[0])] if len(close) else None
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
-        hit = _hit(index.table, row, float(score[j]), float(sims[j]) if has_vec[j] and qvec is not None else None,
-                   float(relevance[j]), float(conf[j]), float(rec[j]), float(lex_scores[j]))
+        sim = float(sims[j]) if has_vec[j] and qvec is not None else None
+        parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
+                 "recency": float(rec[j]), "confidence": float(conf[j])}
+        hit = _hit(index.table, row, float(score[j]), sim, readable_relevance(parts), float(conf[j]), float(rec[j]),
+                   float(lex_scores[j]))
+        hit.parts = {k: round(v, 4) for k, v in parts.items()}
         if near is not None:
             if _is_update(hits[near], hit, kept):
                 # the later statement of the same thing with another value is the current one: it takes the slot
@@ -337,6 +349,15 @@ def _rank(
             owner.append(len(hits))
         hits.append(hit)
     return hits
+
+
+# How the parts add up to the 0-1 relevance a person reads (ranking itself fuses the two rankings, RRF)
+RELEVANCE_WEIGHTS = {"semantic": 0.5, "lexical": 0.3, "recency": 0.1, "confidence": 0.1}
+
+
+def readable_relevance(parts: dict[str, float]) -> float:
+    """A 0-1 relevance: the weighted mean of the parts (RELEVANCE_WEIGHTS)."""
+    return round(sum(RELEVANCE_WEIGHTS[k] * parts.get(k, 0.0) for k in RELEVANCE_WEIGHTS), 4)
 
 
 def _stated_at(row: dict[str, Any]) -> datetime | None:
@@ -360,4 +381,5 @@ def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relev
         created_at=row.get("created_at"), content_hash=row.get("content_hash") or "",
         tags=list(row.get("tags") or []), status=row.get("status"), role=row.get("role"),
         session_id=row.get("session_id"), kind=row.get("kind"), claim_type=row.get("claim_type"),
+        date=row.get("valid_from") or row.get("asserted_at") or row.get("created_at"), valid_to=row.get("valid_to"),
     )

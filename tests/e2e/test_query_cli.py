@@ -89,3 +89,18 @@ def test_context_respects_the_budget(store):
     assert body["total_tokens"] <= 40
     assert body["sections"]["messages"][-1] == "how is Milo the cat?"
     assert body["sections"]["tool_results"] == ["weather: sunny"]
+
+
+def test_search_shows_one_readable_line_per_memory_and_explains_its_relevance(store):
+    code, out, _ = invoke("search", "grey cat named Milo", "--user", "alice", "--explain")
+    assert code == 0
+    first = out.splitlines()[0]
+    relevance, kind, date = first.split()[:3]
+    assert 0.0 <= float(relevance) <= 1.0 and kind == "episode" and date == "2024-01-01"
+    assert first.endswith("I adopted a grey cat named Milo")
+    assert "semantic" in out.splitlines()[1] and "lexical" in out.splitlines()[1]
+    code, out, _ = invoke("search", "grey cat named Milo", "--user", "alice", "--json")
+    hit = json.loads(out)[0]
+    assert set(hit["parts"]) == {"semantic", "lexical", "recency", "confidence"}
+    assert all(0.0 <= v <= 1.0 for v in hit["parts"].values()) and 0.0 <= hit["relevance"] <= 1.0
+    assert hit["date"].startswith("2024-01-01")
