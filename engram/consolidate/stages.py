@@ -582,9 +582,9 @@ def embed_pending(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
 
 
 def tenants_with_work(settings: Settings, as_of: datetime) -> list[str]:
-    """Tenants with anything for the nightly run to do."""
+    """Tenants with anything for the nightly run to do (queued reviews count only when an LLM can decide them)."""
     with db.open_store(settings) as con:
-        return [r[0] for r in db.rows(con, "queries/tenants_with_work", as_of=as_of,
+        return [r[0] for r in db.rows(con, "queries/tenants_with_work", as_of=as_of, with_llm=settings.llm != "none",
                                       rate=settings.decay_rate, threshold=settings.deprecate_below,
                                       retire_before=as_of - timedelta(days=settings.retention_days))]
 

@@ -1,6 +1,6 @@
 -- Returns tenants with consolidation work at $as_of: unconsumed or unembedded episodes, pending
--- reviews, active facts whose decayed confidence fell below $threshold, or retired rows older than
--- $retire_before (due for the archive). Params: $as_of, $rate, $threshold, $retire_before.
+-- reviews when an LLM can decide them ($with_llm), active facts whose decayed confidence fell below $threshold, or retired rows older than
+-- $retire_before (due for the archive). Params: $as_of, $rate, $threshold, $retire_before, $with_llm.
 select distinct user_id
 from (
     select e.user_id
@@ -11,6 +11,7 @@ from (
     select r.user_id
     from llm_reviews as r
     where r.status = 'pending'
+        and $with_llm
     union all
     select f.user_id
     from facts as f

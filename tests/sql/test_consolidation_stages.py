@@ -141,8 +141,9 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     seed(settings)
     run_all(settings, "run-a")
     later = AS_OF + timedelta(days=1)
-    # u1's contradiction review is still pending: that is work (for the LLM stage)
-    assert consolidate.tenants_with_work(settings, later) == ["u1", "u2"]
+    # u1's contradiction review is still pending: that is work for an LLM, none without one
+    assert consolidate.tenants_with_work(settings.model_copy(update={"llm": "fake"}), later) == ["u1", "u2"]
+    assert consolidate.tenants_with_work(settings, later) == ["u2"]
     with db.open_store(settings) as con:
         con.execute("update llm_reviews set status = 'applied'")
     # u2's episode was never consolidated; u1 has nothing new a day later
