@@ -28,6 +28,7 @@ from bench.quality_store import (
     ingest,
     open_temp_store,
 )
+from engram.text.atomic import resolve_speaker, speaker_name
 from engram.text.sentences import best_sentence
 
 MATCH_THRESHOLD = 0.6
@@ -93,9 +94,11 @@ def run_spc(embedder: CachedEmbedder, path: Path, as_of: datetime, conversations
             gold = [(who, g) for who, items in c.personas.items() for g in items]
             src_speakers = [{speaker_of[e] for e in srcs.get(f["id"], ())} for f in facts]
             units.append({
-                # "User 1: I like X" is matched as "I like X": the gold persona facts carry no speaker
-                "pred": [_PREFIX.sub("", f["text"]) for f in facts], "gold": [g for _, g in gold],
-                "base": [best_sentence(t) for _, t in c.turns],
+                # a gold persona fact is said in the first person by its user; a fact names its speaker
+                # ("User 1 likes X"): gold is put in the same form by the same function before matching
+                "pred": [_PREFIX.sub("", f["text"]) for f in facts],
+                "gold": [resolve_speaker(g, speaker_name(who)) for who, g in gold],
+                "base": [resolve_speaker(best_sentence(t), speaker_name(sp)) for sp, t in c.turns],
                 "agree": lambda i, j, s=src_speakers, g=gold: g[j][0] in s[i],
             })
         return _evaluate(embedder, units)

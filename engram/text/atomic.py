@@ -4,7 +4,9 @@
 (7 May 2023)": the speaker resolved (I -> the speaker's name, with the verb agreeing: "I love" ->
 "Caroline loves"), relative time resolved against when it was said (engram.text.dates), and the
 moment it is about kept as data (the fact's valid_from). Questions, filler, fragments and sentences
-that lean on the previous turn ("That sounds great") are not statements.
+that lean on the previous turn ("That sounds great") are not statements. Two independent clauses
+joined by "and"/"but"/"so" are two statements, and a first person casual speech drops is put back
+("Went hiking yesterday" -> "Caroline went hiking yesterday").
 """
 
 from __future__ import annotations
@@ -16,13 +18,27 @@ from functools import cache
 from typing import Any
 
 from engram.text.dates import with_absolute_dates
-from engram.text.sentences import FIRST_PERSON, STOPWORDS, self_containedness, split_sentences, words
+from engram.text.sentences import (
+    FIRST_PERSON,
+    PRONOUN_START,
+    STOPWORDS,
+    self_containedness,
+    split_sentences,
+    words,
+)
 
 # Roles that name no one: a statement of "user" is about the user; other generic roles stay first person.
 USER_ROLES = {"user", "human"}
 GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
 MIN_SELF_CONTAINED = 0.75  # no question, at least four words; a leading pronoun or filler opener is allowed
 MIN_CONTENT_WORDS = 1
+# A remark about no one it names (no first person, name or number) is remembered only when it says
+# enough on its own; one with a pronoun pointing outside itself ("I loved it", "those games") too.
+# Chosen on 80 Synthetic-Persona-Chat conversations outside the bench's sample (bench/QUALITY.md).
+UNANCHORED_MIN_CONTENT_WORDS = 5
+ANAPHOR_MIN_CONTENT_WORDS = 4
+ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}
+_ENDS_WITH_THAT = re.compile(r"\bthat\W*$", re.IGNORECASE)
 SECOND_PERSON = {"you", "your", "yours", "you're", "you've", "you'll", "you'd", "yourself"}
 MAX_STATEMENT_CHARS = 400
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "had", "was",
@@ -31,6 +47,14 @@ _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
 _ANSWERED_QUESTION = re.compile(r"\?\s+\S")
+# Two clauses joined by a coordinating conjunction are two statements ("my father is in the army and
+# my mom passed away"); the split needs a subject and a finite verb on both sides.
+_COORDINATION = re.compile(r",?\s+(?:and|but|so)\s+(?=\S)", re.IGNORECASE)
+_SUBJECTLESS = re.compile(r"^\s*(?:(just|really|finally|also|still|recently|actually|totally)\s+)?([A-Za-z]+)\b", re.IGNORECASE)
+SUBJECT_PRONOUNS = {"i", "we", "he", "she", "they", "i'm", "i've", "i'll", "i'd", "we're", "we've", "he's",
+                    "she's", "they're", "they've"}
+POSSESSIVES = {"my", "our", "his", "her", "their"}
+FINITE_TAGS = {"VBD", "VBZ", "VBP", "MD"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,7 @@ def _inflection() -> tuple[Any, Any]:
     return getAllLemmas, getInflection
 
 
+@cache
 def _third_person(verb: str) -> str | None:
     """'love' -> 'loves', 'go' -> 'goes', 'am' -> 'is'; None when `verb` is not a present base form."""
     lower = verb.lower().replace("\u2019", "'")
@@ -141,14 +166,109 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
     return text[:1].upper() + text[1:]
 
 
+@cache
+def _finite_verb(word: str) -> bool:
+    """A word that can be a finite verb form (past, present, modal) or a contraction carrying one."""
+    word = word.lower().replace("\u2019", "'")
+    if "'" in word or word in MODALS or word in {"am", "is", "are", "was", "were", "do", "does"}:
+        return True
+    return bool(_verb_tags(word) & FINITE_TAGS)
+
+
+def _opens_clause(part: str) -> bool:
+    """Whether `part` starts with a subject pronoun or possessive and a finite verb ("I have", "my mom passed")."""
+    tokens = words(part)
+    if not tokens:
+        return False
+    if tokens[0] in SUBJECT_PRONOUNS:
+        return "'" in tokens[0] or (len(tokens) > 1 and _finite_verb(tokens[1]))
+    if tokens[0] in POSSESSIVES:  # "my mom passed", "my older brother lives"
+        return any(_finite_verb(t) for t in tokens[2:4])
+    return False  # a name could open a clause too, but "Paris and Rome last May" shows why not to guess
+
+
+@cache
+def _verb_tags(word: str) -> frozenset[str]:
+    """The Penn tags `word` has as a form of a verb ('went' -> {'VBD'}, 'planning' -> {'VBG'})."""
+    from lemminflect import getAllInflections
+
+    lemmas, _ = _inflection()
+    return frozenset(tag for base in lemmas(word).get("VERB", ())
+                     for tag, forms in getAllInflections(base, upos="VERB").items() if word in forms)
+
+
+@cache
+def _surely_finite(word: str) -> bool:
+    """A finite verb no noun or adjective reading makes doubtful ("was", "can", "it's", "grew"; not "trip")."""
+    if "'" in word or word in MODALS or word in {"am", "is", "are", "was", "were", "has", "have", "does", "do"}:
+        return True
+    lemmas, _ = _inflection()
+    readings = lemmas(word)
+    return bool(_verb_tags(word) & {"VBD", "VBZ", "VBP"}) and not {"NOUN", "ADJ"} & set(readings)
+
+
+def restore_subject(sentence: str) -> str:
+    """A speaker's first person put back where casual speech drops it: "Went hiking yesterday" ->
+    "I went hiking yesterday", "Been busy" -> "I've been busy", "Planning a trip" -> "I'm planning a trip".
+    A gerund that is the subject of a later verb ("Exploring the city was awesome") is left alone."""
+    m = _SUBJECTLESS.match(sentence)
+    if not m:
+        return sentence
+    word = m.group(2).lower()
+    tags = _verb_tags(word)
+    rest = sentence[m.start(1) if m.group(1) else m.start(2):]
+    rest = rest[:1].lower() + rest[1:]
+    if word == "been":
+        return f"I've {rest}"
+    if "VBD" in tags and not tags & {"VBZ", "VBP", "VB"}:
+        return f"I {rest}"
+    if tags == {"VBG"} and not any(_surely_finite(w) for w in words(sentence[m.end():])):
+        return f"I'm {rest}"
+    return sentence
+
+
+def clauses(sentence: str) -> list[str]:
+    """A sentence cut at each coordinating conjunction that joins two independent clauses."""
+    parts: list[str] = []
+    start = 0
+    for m in _COORDINATION.finditer(sentence):
+        left = sentence[start:m.start()]
+        has_verb = _opens_clause(left) or any(_surely_finite(w) for w in words(left))
+        if has_verb and _opens_clause(sentence[m.end():]):
+            parts.append(left.strip())
+            start = m.end()
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if p]
+
+
+def _anchored(sentence: str) -> bool:
+    """About someone or something a memory can name: first person, a name, or a number."""
+    tokens = _TOKEN.findall(sentence)
+    if any(t.lower().replace("\u2019", "'").split("'")[0] in FIRST_PERSON for t in tokens):
+        return True
+    lemmas, _ = _inflection()
+    for tok in tokens:
+        if any(c.isdigit() for c in tok):
+            return True
+        head = tok.lower().replace("\u2019", "'").split("'")[0]  # "That's" is "that"
+        if tok[:1].isupper() and head not in STOPWORDS and not lemmas(head):
+            return True  # a capitalised word no dictionary knows: a name ("Barnaby", "USPS")
+    return False
+
+
 def worth_remembering(sentence: str) -> bool:
-    """A statement on its own: self-contained (or a question with its answer), with content words."""
+    """A statement on its own: self-contained (or a question with its answer), about someone or saying
+    enough by itself, and not leaning on the previous turn for what it is about."""
     tokens = words(sentence)
     content = [w for w in tokens if w not in STOPWORDS and not w.isdigit()]
     if len(content) < MIN_CONTENT_WORDS:
         return False
+    if not _anchored(sentence) and (len(content) < UNANCHORED_MIN_CONTENT_WORDS or PRONOUN_START.match(sentence)):
+        return False  # a remark about no one ("That's good to hear", "It's a great way to meet people")
     if any(w in SECOND_PERSON for w in tokens) and not any(w.split("'")[0] in FIRST_PERSON for w in tokens):
         return False  # about the listener ("Good to see you!"), whom a memory cannot name
+    if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
+        return False  # leans on the previous turn for what it is about ("I love those games!")
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED
@@ -159,7 +279,9 @@ def atomic_statements(content: str, role: str | None, said_at: datetime) -> list
     name = speaker_name(role)
     out: list[Statement] = []
     seen: set[str] = set()
-    for sentence in split_sentences(content):
+    for sentence in (c for s in split_sentences(content) for c in clauses(s)):
+        if name:
+            sentence = restore_subject(sentence)
         if not worth_remembering(sentence):
             continue
         dated, about = with_absolute_dates(sentence, said_at)

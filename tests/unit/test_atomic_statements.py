@@ -6,7 +6,15 @@ from datetime import datetime
 
 import pytest
 
-from engram.text.atomic import atomic_statements, resolve_speaker, speaker_name, tense, worth_remembering
+from engram.text.atomic import (
+    atomic_statements,
+    clauses,
+    resolve_speaker,
+    restore_subject,
+    speaker_name,
+    tense,
+    worth_remembering,
+)
 from engram.text.dates import time_mentions, with_absolute_dates
 from engram.text.sentences import frame_of, split_sentences
 
@@ -46,7 +54,14 @@ def test_sentences_keep_abbreviations_and_short_answers(text: str, want: list[st
 
 @pytest.mark.parametrize(("sentence", "keep"), [
     ("I adopted a dog named Max.", True),
-    ("It was a painting of a sunset over the lake.", True),  # a leading pronoun still states something
+    ("It was a painting of a sunset over the lake.", False),  # what "it" is, the previous turn said
+    ("Caroline painted a sunset over the lake.", True),
+    ("That's good to hear.", False),  # a remark about no one
+    ("Dogs are great pets.", False),
+    ("Regular exercise lowers the risk of heart disease in older adults.", True),  # says enough on its own
+    ("I love those games!", False),  # leans on the previous turn
+    ("I love the board games my brother makes.", True),
+    ("We moved in 2019.", True),  # a number anchors it
     ("What did you paint?", False),
     ("Good to see you!", False),  # about the listener, whom a memory cannot name
     ("Wow, cool!", False),
@@ -88,3 +103,37 @@ def test_frames_mask_values_but_keep_the_subject() -> None:
     assert frame_of("Caroline lives in Porto now.")[0] == frame_of("Caroline lives in Lisbon.")[0]
     assert frame_of("Melanie lives in Porto.")[0] != frame_of("Caroline lives in Porto.")[0]
     assert frame_of("I love green tea.") == (None, frozenset())
+
+
+@pytest.mark.parametrize(("sentence", "want"), [
+    ("My father is in the army and my mom passed away when I was young.",
+     ["My father is in the army", "my mom passed away when I was young."]),
+    ("I've always wanted a dog, but I can't have one.", ["I've always wanted a dog", "I can't have one."]),
+    ("I have a good relationship with my father and my stepmom.",
+     ["I have a good relationship with my father and my stepmom."]),  # no second verb: one clause
+    ("My father and my mom are teachers.", ["My father and my mom are teachers."]),  # no verb on the left
+    ("I went to Paris and Rome last May.", ["I went to Paris and Rome last May."]),
+])
+def test_independent_clauses_are_separate_statements(sentence: str, want: list[str]) -> None:
+    assert clauses(sentence) == want
+
+
+@pytest.mark.parametrize(("sentence", "want"), [
+    ("Went hiking with my kids yesterday.", "I went hiking with my kids yesterday."),
+    ("Been really busy with work.", "I've been really busy with work."),
+    ("Just got some new shoes!", "I just got some new shoes!"),
+    ("Planning a trip there next month.", "I'm planning a trip there next month."),
+    ("Exploring the city was awesome.", "Exploring the city was awesome."),  # the gerund is the subject
+    ("Sounds like fun.", "Sounds like fun."),  # "it", not the speaker, is dropped
+    ("Make sure you rest.", "Make sure you rest."),  # an imperative
+])
+def test_dropped_first_person_is_restored(sentence: str, want: str) -> None:
+    assert restore_subject(sentence) == want
+
+
+def test_statements_of_a_named_speaker_split_and_restored() -> None:
+    got = [s.text for s in atomic_statements(
+        "Well, my father is in the army and my mom passed away when I was young. Went to see him last week!",
+        "User 1", SAID)]
+    assert got[:2] == ["Well, User 1's father is in the army", "User 1's mom passed away when User 1 was young."]
+    assert got[2].startswith("User 1 went to see him last week")
