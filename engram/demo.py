@@ -44,16 +44,18 @@ def run_demo(
     searches = _searches(settings, queries)
     for query, hits in searches.items():
         lines += ["", f"search: {query}"]
-        lines += [f"  {h['score']:.3f} [{h['kind']}] {h['text']}" for h in hits] or ["  (no results)"]
+        lines += [f"  {h['line']}" for h in hits] or ["  (no results)"]
     lines += ["", f"Explain a fact: engram explain <fact id> --user {DEMO_USER}"]
     return {"lines": lines, "run": result, "facts": facts.to_dicts(), "searches": searches}
 
 
 def _searches(settings: Settings, queries: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     from engram.query import search_memory
+    from engram.query.render import hit_line
 
     out: dict[str, list[dict[str, Any]]] = {}
     for query in queries:
         hits = search_memory(query, user_id=DEMO_USER, limit=3, settings=settings)
-        out[query] = [{"score": h.score, "kind": h.table, "text": h.text} for h in hits]
+        out[query] = [{"score": h.score, "relevance": h.relevance, "kind": h.table, "status": h.status,
+                       "text": h.text, "line": hit_line(h)} for h in hits]
     return out

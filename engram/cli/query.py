@@ -50,6 +50,7 @@ def search_cmd(
 ) -> None:
     """Active search: memories (a fact with its source episodes, or an episode), current first, ranked."""
     from engram.cli.app import emit
+    from engram.query.render import hit_line
     from engram.query.search import search_memory
 
     hits = _call(search_memory, query, type_, limit, user, as_of, method=method,
@@ -61,9 +62,7 @@ def search_cmd(
     if not hits:
         echo("no results")
     for h in hits:
-        date = f"{h.date:%Y-%m-%d}" if h.date else "-         "
-        status = h.status if h.status not in (None, "active") else ""
-        echo(f"{h.relevance:.2f}  {h.table[:-1]:7} {date}  {status:12} {safe(h.text[:160])}")
+        echo(hit_line(h))
         if explain:
             parts = "  ".join(f"{k} {v:.2f}" for k, v in h.parts.items())
             echo(f"      {parts}  rank score {h.score:.4f}  id {h.id}")

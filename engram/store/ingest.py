@@ -365,6 +365,13 @@ def add_episodes(
     return result
 
 
+def _stored_ids_sharing_a_natural_key(con: db.Connection, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(user_id, id) already stored, of the explicit ids whose natural key a record without id shares."""
+    without_id = {natural_key(r) for r in rows if not r["id_given"]}
+    probe = sorted({r["id"] for r in rows if r["id_given"] and natural_key(r) in without_id})
+    return {(u, i) for u, i in db.rows(con, "queries/episode_ids_stored", ids=probe)} if probe else set()
+
+
 def _id_conflicts_in_batch(rows: list[dict[str, Any]], numbers: list[int]) -> list[RowError]:
     """Rows that reuse an explicit id of an earlier row of the batch for different content."""
     first: dict[tuple, str] = {}
@@ -403,12 +410,16 @@ def _insert(
     unique: dict[tuple, dict[str, Any]] = {}
     by_natural: dict[tuple, tuple] = {}
     keys: list[tuple] = []
+    stored = _stored_ids_sharing_a_natural_key(con, [row for _, row in numbered])
     for _, row in numbered:
         key = record_key(row)
         if not row["id_given"]:
             key = by_natural.get(key, key)
-        unique.setdefault(key, row)
-        by_natural.setdefault(natural_key(row), key)
+        kept = unique.setdefault(key, row)
+        # A record without id repeats the record kept under an id, not a discarded retry of it that
+        # named another session or role; and an id already stored keeps its stored natural key.
+        if not (kept["id_given"] and (kept["user_id"], kept["id"]) in stored):
+            by_natural.setdefault(natural_key(kept), key)
         keys.append(key)
     table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
     # registered outside the transaction: unregistering inside an aborted one would mask the error

@@ -156,3 +156,20 @@ def test_property_distinct_records_are_stored_exactly_once(settings: Settings, b
             for r in records:
                 model.add(r)
             assert con.execute("select count(*) from episodes").fetchall()[0][0] == model.count
+
+
+def test_a_record_without_id_is_matched_against_the_record_kept(settings: Settings) -> None:
+    """hypothesis found it: an id repeated with another session and role is a retry of the first record,
+    so a later record without id that has that session and role is new (it matches nothing stored)."""
+    at = "2026-11-20T10:00:00Z"
+    batch = [
+        {"user_id": "t2", "id": "x-b", "content": "b", "created_at": at},
+        {"user_id": "t2", "id": "x-b", "session_id": "s2", "role": "assistant", "content": "b", "created_at": at},
+        {"user_id": "t2", "session_id": "s2", "role": "assistant", "content": "b", "created_at": at},
+    ]
+    result = add_episodes(batch, settings)
+    with db.open_store(settings) as con:
+        rows = con.execute("select id, session_id, role from episodes order by id").fetchall()
+    assert len(rows) == 2 and ("x-b", None, None) in rows
+    assert result.ids[:2] == ["x-b", "x-b"] and result.ids[2] != "x-b"
+    assert (result.ids[2], "s2", "assistant") in rows
