@@ -140,9 +140,11 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
 
 
 def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: str, budget: int) -> list[Source]:
-    """Facts (hybrid search) then KG entities (cosine), labelled S1.., within a token budget; no raw episodes."""
-    facts = search_memory(query, "facts", MAX_FACTS, user_id, settings=settings, con=con, embedder=embedder)
-    items = [(h.id, "facts", h.text, h.created_at) for h in facts]
+    """The fact units of the default search (a fact ranked by its own and its source episodes' evidence,
+    current first) then KG entities (cosine), labelled S1.., within a token budget. Raw episodes stay
+    out: an answer cites consolidated facts."""
+    units = search_memory(query, "both", 2 * MAX_FACTS, user_id, settings=settings, con=con, embedder=embedder)
+    items = [(h.id, "facts", h.text, h.created_at) for h in units if h.table == "facts"][:MAX_FACTS]
     vectors, embedder = embed_query(settings, [query], embedder)
     items += candidates.retrying(_entities, con, settings, embedder, vectors[0], user_id)
     sources: list[Source] = []
