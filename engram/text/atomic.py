@@ -30,7 +30,7 @@ from engram.text.sentences import (
 # Roles that name no one: a statement of "user" is about the user; other generic roles stay first person.
 USER_ROLES = {"user", "human"}
 GENERIC_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "model", "agent"}
-MIN_SELF_CONTAINED = 0.75  # no question, at least four words; a leading pronoun or filler opener is allowed
+MIN_SELF_CONTAINED = 0.75  # no question, at least four words; a leading pronoun is allowed (filler is cut first)
 MIN_CONTENT_WORDS = 1
 # A remark about no one it names (no first person, name or number) is remembered only when it says
 # enough on its own; one with a pronoun pointing outside itself ("I loved it", "those games") too.
@@ -50,6 +50,10 @@ _ANSWERED_QUESTION = re.compile(r"\?\s+\S")
 # Two clauses joined by a coordinating conjunction are two statements ("my father is in the army and
 # my mom passed away"); the split needs a subject and a finite verb on both sides.
 _COORDINATION = re.compile(r",?\s+(?:and|but|so)\s+(?=\S)", re.IGNORECASE)
+# "Yeah, I went hiking" states "I went hiking": an interjection set off by punctuation is cut
+_FILLER_OPENER = re.compile(
+    r"^\s*(?:hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yep|yes|no|sure|oh|ah|"
+    r"well|so|um|hmm|totally|definitely|absolutely)\s*[,!.:;\u2014-]+\s*(?=\w)", re.IGNORECASE)
 _SUBJECTLESS = re.compile(r"^\s*(?:(just|really|finally|also|still|recently|actually|totally)\s+)?([A-Za-z]+)\b", re.IGNORECASE)
 SUBJECT_PRONOUNS = {"i", "we", "he", "she", "they", "i'm", "i've", "i'll", "i'd", "we're", "we've", "he's",
                     "she's", "they're", "they've"}
@@ -227,6 +231,14 @@ def restore_subject(sentence: str) -> str:
     return sentence
 
 
+def _without_filler(sentence: str) -> str:
+    """The sentence without the interjections it opens with ("Oh, wow, I love it" -> "I love it")."""
+    while (m := _FILLER_OPENER.match(sentence)) is not None:
+        sentence = sentence[m.end():]
+        sentence = sentence[:1].upper() + sentence[1:]
+    return sentence
+
+
 def clauses(sentence: str) -> list[str]:
     """A sentence cut at each coordinating conjunction that joins two independent clauses."""
     parts: list[str] = []
@@ -280,6 +292,7 @@ def atomic_statements(content: str, role: str | None, said_at: datetime) -> list
     out: list[Statement] = []
     seen: set[str] = set()
     for sentence in (c for s in split_sentences(content) for c in clauses(s)):
+        sentence = _without_filler(sentence)
         if name:
             sentence = restore_subject(sentence)
         if not worth_remembering(sentence):

@@ -118,6 +118,13 @@ def test_independent_clauses_are_separate_statements(sentence: str, want: list[s
     assert clauses(sentence) == want
 
 
+def test_an_opening_interjection_is_cut() -> None:
+    assert [s.text for s in atomic_statements("Yeah, I went hiking with Tom. Oh, wow, I love my new boots!", "Ann", SAID)] == [
+        "Ann went hiking with Tom.", "Ann loves Ann's new boots!"]
+    assert [s.text for s in atomic_statements("Great news: I got the job at Acme.", "Ann", SAID)] == [
+        "Great news: Ann got the job at Acme."]
+
+
 @pytest.mark.parametrize(("sentence", "want"), [
     ("Went hiking with my kids yesterday.", "I went hiking with my kids yesterday."),
     ("Been really busy with work.", "I've been really busy with work."),
@@ -135,5 +142,5 @@ def test_statements_of_a_named_speaker_split_and_restored() -> None:
     got = [s.text for s in atomic_statements(
         "Well, my father is in the army and my mom passed away when I was young. Went to see him last week!",
         "User 1", SAID)]
-    assert got[:2] == ["Well, User 1's father is in the army", "User 1's mom passed away when User 1 was young."]
+    assert got[:2] == ["User 1's father is in the army", "User 1's mom passed away when User 1 was young."]
     assert got[2].startswith("User 1 went to see him last week")
