@@ -174,7 +174,8 @@ def _search_units(
     """
     pool = max(3 * limit, MIN_CANDIDATES)
     episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method)
-    links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id, episode_ids=[h.id for h in episodes])
+    links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id,
+                    episode_ids=[h.id for h in episodes]) if episodes else []
     facts_of: dict[str, list[str]] = defaultdict(list)
     has_current: set[str] = set()
     has_replaced: set[str] = set()
@@ -310,9 +311,16 @@ def _rank(
     kept_mat = np.empty((len(order), index.matrix.shape[1] if index.matrix.ndim == 2 else 0), dtype=np.float32)
     owner: list[int] = []
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
+    scanned_past_limit = 0
     for j in order:
         if score[j] <= 0:
             break
+        if len(hits) >= limit:
+            # past the last slot only a near restatement (an update, a duplicate to fold) matters;
+            # those rank close to what they restate, so the scan stops a few slots' worth further on
+            scanned_past_limit += 1
+            if scanned_past_limit > SCAN_PAST_LIMIT * limit:
+                break
         row = kept[ids[j]]
         vr = index.vec_row[pos[j]]
         vec = index.matrix[vr] if vr >= 0 else None
@@ -350,6 +358,8 @@ def _rank(
         hits.append(hit)
     return hits
 
+
+SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
 
 # How the parts add up to the 0-1 relevance a person reads (ranking itself fuses the two rankings, RRF)
 RELEVANCE_WEIGHTS = {"semantic": 0.5, "lexical": 0.3, "recency": 0.1, "confidence": 0.1}
