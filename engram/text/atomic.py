@@ -59,6 +59,7 @@ SUBJECT_PRONOUNS = {"i", "we", "he", "she", "they", "i'm", "i've", "i'll", "i'd"
                     "she's", "they're", "they've"}
 POSSESSIVES = {"my", "our", "his", "her", "their"}
 FINITE_TAGS = {"VBD", "VBZ", "VBP", "MD"}
+AUXILIARIES = {"am", "is", "are", "was", "were", "has", "have", "do", "does"}  # finite whatever else they are
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
 def _finite_verb(word: str) -> bool:
     """A word that can be a finite verb form (past, present, modal) or a contraction carrying one."""
     word = word.lower().replace("\u2019", "'")
-    if "'" in word or word in MODALS or word in {"am", "is", "are", "was", "were", "do", "does"}:
+    if "'" in word or word in MODALS or word in AUXILIARIES:
         return True
     return bool(_verb_tags(word) & FINITE_TAGS)
 
@@ -204,11 +205,10 @@ def _verb_tags(word: str) -> frozenset[str]:
 @cache
 def _surely_finite(word: str) -> bool:
     """A finite verb no noun or adjective reading makes doubtful ("was", "can", "it's", "grew"; not "trip")."""
-    if "'" in word or word in MODALS or word in {"am", "is", "are", "was", "were", "has", "have", "does", "do"}:
+    if "'" in word or word in MODALS or word in AUXILIARIES:
         return True
     lemmas, _ = _inflection()
-    readings = lemmas(word)
-    return bool(_verb_tags(word) & {"VBD", "VBZ", "VBP"}) and not {"NOUN", "ADJ"} & set(readings)
+    return bool(_verb_tags(word) & {"VBD", "VBZ", "VBP"}) and not {"NOUN", "ADJ"} & set(lemmas(word))
 
 
 def restore_subject(sentence: str) -> str:

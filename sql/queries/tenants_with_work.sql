@@ -1,6 +1,7 @@
 -- Returns tenants with consolidation work at $as_of: unconsumed or unembedded episodes, pending
--- reviews when an LLM can decide them ($with_llm), active facts whose decayed confidence fell below $threshold, or retired rows older than
--- $retire_before (due for the archive). Params: $as_of, $rate, $threshold, $retire_before, $with_llm.
+-- reviews when an LLM can decide them ($with_llm), active facts whose decayed confidence fell below
+-- $threshold, or retired rows older than $retire_before (due for the archive).
+-- Params: $as_of, $rate, $threshold, $retire_before, $with_llm.
 select distinct user_id
 from (
     select e.user_id
