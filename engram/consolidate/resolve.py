@@ -234,7 +234,8 @@ def apply_decisions(con: db.Connection, settings: Settings, user_id: str, run_id
     if not items:
         return []
     with db.registered(con, "review_ids", _ids_table([c.review_id for c, _, _ in items])):
-        open_reviews = {i for i, s in db.rows(con, "queries/review_statuses", user_id=user_id) if s in ("pending", "failed")}
+        open_reviews = {i for i, s in db.rows(con, "queries/review_statuses", user_id=user_id)
+                        if s in ("pending", "failed", "submitted")}
     ids = {f for c, _, _ in items for f in c.subject_ids}
     facts = load_facts(con, user_id, ids, now, settings.decay_rate)
     penalties = load_penalties(con, user_id, ids)
