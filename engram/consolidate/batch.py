@@ -51,6 +51,13 @@ from engram.consolidate.review_prompts import (
     build_requests,
     validate_reply,
 )
+from engram.consolidate.stages import (
+    StageContext,
+    statement_drafts,
+    fact_rows,
+    statement_key,
+    vectors_of,
+)
 from engram.embed.models import Embedder
 from engram.llm.base import (
     BatchLLM,
@@ -61,10 +68,11 @@ from engram.llm.base import (
     LLMReply,
     Usage,
     estimate_tokens,
+    prompt_hash,
 )
 from engram.llm.usage import run_tokens_spent
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, fact_ops
 from engram.store.crash import crash_point
 
 log = logging.getLogger(__name__)
@@ -179,8 +187,6 @@ def submit_batch(settings: Settings, batch: BatchLLM, run_id: str, now: datetime
 def record_submitted(settings: Settings, job_name: str, model: str, run_id: str, now: datetime,
                      keyed: list[tuple[str, Item]]) -> None:
     """The job (a row per tenant), its items and the cases as 'submitted', in one transaction."""
-    from engram.llm.base import prompt_hash
-
     users = sorted({i.user_id for _, i in keyed})
     jobs = pa.Table.from_pylist([
         {"job_name": job_name, "user_id": u, "run_id": run_id, "model": model,
@@ -334,8 +340,6 @@ def _collect_tenant(settings: Settings, batch: BatchLLM, job_name: str, user_id:
     crash_point("collect:before_write")
     with db.open_store(settings) as con, db.transaction(con):
         if facts:
-            from engram.store import fact_ops
-
             with db.registered(con, "incoming_facts", pa.Table.from_pylist(facts)):
                 db.execute(con, "queries/insert_facts")
                 db.execute(con, "queries/insert_created_events", run_id=run_id, now=now)
@@ -377,8 +381,6 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
     """Fact rows and sources for the answered extraction cases and the offline fallback of failed ones."""
     if not extracted and not fallback:
         return [], []
-    from engram.consolidate.stages import StageContext, _statement_drafts, fact_rows, statement_key, vectors_of
-
     if embedder is None:
         from engram import embed
 
@@ -400,7 +402,7 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
                 drafts.append((f.text, np.array(rows), f"llm extraction ({model}, batch)", f.claim_type,
                                f.category, None))
     rows = [position[e] for c in fallback for e in c.subject_ids if e in position]
-    for text, idx, why, moment in _statement_drafts(eps, sorted(set(rows)), known):
+    for text, idx, why, moment in statement_drafts(eps, sorted(set(rows)), known):
         drafts.append((text, idx, f"extractive: {why}", None, None, moment))
     ctx = StageContext(settings, user_id, run_id, now)
     return fact_rows(ctx, eps, vecs, drafts, embedder)

@@ -110,7 +110,7 @@ def statement_key(text: str) -> str:
     return " ".join(words(text))
 
 
-def _statement_drafts(
+def statement_drafts(
     eps: pl.DataFrame, rows: list[int], known: set[str]
 ) -> list[tuple[str, np.ndarray, str, datetime | None]]:
     """(text, member rows, reason, moment) per distinct statement of the given episodes.
@@ -232,7 +232,7 @@ def _facts_of_episodes(
             offline_rows = [i for i in new_rows if i not in covered]
     with db.open_store(s) as con:
         known = {statement_key(text) for _, text, _ in db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)}
-    statements = _statement_drafts(eps, offline_rows, known)
+    statements = statement_drafts(eps, offline_rows, known)
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
     return fact_rows(ctx, eps, vecs, drafts, embedder)

@@ -20,9 +20,10 @@ def from_settings(settings: Settings) -> LLM | None:
     return GeminiLLM(settings)
 
 
-def batch_from_settings(settings: Settings) -> BatchLLM | None:
-    """The batch client when ENGRAM_LLM_MODE=batch and an LLM is configured, else None."""
-    if settings.llm == "none" or settings.llm_mode != "batch":
+def batch_from_settings(settings: Settings, force: bool = False) -> BatchLLM | None:
+    """The batch client when ENGRAM_LLM_MODE=batch (or `force`: collecting jobs after switching back to
+    interactive) and an LLM is configured, else None."""
+    if settings.llm == "none" or (settings.llm_mode != "batch" and not force):
         return None
     if settings.llm == "fake":
         from engram.llm.fake import FakeBatch
