@@ -15,8 +15,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engram.llm.fake_rules import rule_based_responder
 from engram.consolidate.batch import SCHEMAS
+from engram.llm.fake_rules import rule_based_responder
 
 STATE_NAMES = {"PENDING": "BATCH_STATE_PENDING", "RUNNING": "BATCH_STATE_RUNNING",
                "SUCCEEDED": "BATCH_STATE_SUCCEEDED", "FAILED": "BATCH_STATE_FAILED",

@@ -53,8 +53,8 @@ from engram.consolidate.review_prompts import (
 )
 from engram.consolidate.stages import (
     StageContext,
-    statement_drafts,
     fact_rows,
+    statement_drafts,
     statement_key,
     vectors_of,
 )

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from engram.consolidate.review_prompts import ContradictionReply, MergeReply
-from engram.llm.base import BATCH_PRICE_FACTOR, BatchRequest, LLMBadReply, LLMReply, LLMUnavailable
+from engram.llm.base import (
+    BATCH_PRICE_FACTOR,
+    BatchRequest,
+    LLMBadReply,
+    LLMReply,
+    LLMUnavailable,
+)
 from engram.llm.gemini import GeminiBatch, estimate_cost
 from engram.settings import Settings, load_settings
 from tests.gemini_batch_mock import MockBatchServer
