@@ -76,7 +76,7 @@ def nightly_consolidation(
             logger.error("tenant %s failed: %s", tenant, error_text(exc))
             results[tenant] = tenant_failure(exc)
     if batch_mode:  # one job for every tenant's LLM work of this run, collected by the next run
-        batch["submit"] = llm_batch.submit_llm_batch(settings, run_id, as_of)
+        batch["submit"] = llm_batch.submit_llm_batch(settings, run_id, as_of, user_id)
     publish_run_artifacts(run_id, as_of, dry_run, results, batch or None)
     out = {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
     return {**out, "llm_batch": batch} if batch else out

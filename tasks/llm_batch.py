@@ -21,7 +21,7 @@ def collect_llm_batches(settings: Settings, run_id: str, as_of: datetime) -> dic
 
 
 @task(name="submit-llm-batch", retries=2, retry_delay_seconds=[10, 60], cache_policy=NO_CACHE)
-def submit_llm_batch(settings: Settings, run_id: str, as_of: datetime) -> dict[str, Any]:
-    """Send every tenant's pending LLM cases as one batch job and record it."""
+def submit_llm_batch(settings: Settings, run_id: str, as_of: datetime, user_id: str | None = None) -> dict[str, Any]:
+    """Send every tenant's (or one tenant's) pending LLM cases as one batch job and record it."""
     client = llms.batch_from_settings(settings)
-    return batch.submit_batch(settings, client, run_id, as_of) if client else {"llm": "none"}
+    return batch.submit_batch(settings, client, run_id, as_of, user_id) if client else {"llm": "none"}

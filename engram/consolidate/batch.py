@@ -150,11 +150,12 @@ def _zero_submit() -> dict[str, Any]:
             "stale": 0, "skipped_budget": 0, "error": None}
 
 
-def submit_batch(settings: Settings, batch: BatchLLM, run_id: str, now: datetime) -> dict[str, Any]:
-    """Submit every tenant's pending cases as one batch job and record it; counts (no memory text)."""
+def submit_batch(settings: Settings, batch: BatchLLM, run_id: str, now: datetime,
+                 user_id: str | None = None) -> dict[str, Any]:
+    """Submit every tenant's (or one tenant's) pending cases as one batch job and record it; counts (no memory text)."""
     counts = _zero_submit()
     with db.open_store(settings) as con:
-        tenants = [r[0] for r in db.rows(con, "queries/batch_tenants_with_pending")]
+        tenants = [r[0] for r in db.rows(con, "queries/batch_tenants_with_pending") if user_id in (None, r[0])]
         built = {u: tenant_items(con, settings, u, run_id, now) for u in tenants}
     stale = {u: s for u, (_, s, _) in built.items() if s}
     if stale:
