@@ -160,8 +160,8 @@ def submit_batch(settings: Settings, batch: BatchLLM, run_id: str, now: datetime
     stale = {u: s for u, (_, s, _) in built.items() if s}
     if stale:
         with db.open_store(settings) as con, db.transaction(con):
-            for user_id, outcomes in stale.items():
-                record_outcomes(con, user_id, now, outcomes)
+            for tenant, outcomes in stale.items():
+                record_outcomes(con, tenant, now, outcomes)
     items = [item for items, _, _ in built.values() for item in items]
     keyed = [(f"i{n:05d}", item) for n, item in enumerate(items, 1)]
     counts.update(stale=sum(len(s) for s in stale.values()), skipped_budget=sum(o for _, _, o in built.values()))

@@ -18,7 +18,7 @@ from tests.llm_seed import NOW, facts_of
 def test_run_submits_then_collect_flow_applies_once(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENGRAM_LLM", "fake")
     monkeypatch.setenv("ENGRAM_LLM_MODE", "batch")
-    contra_id, merge_id = seed(settings)
+    seed(settings)  # a contradiction and a merge case of alice
     first = nightly_consolidation(user_id="alice", as_of=NOW, stages=["resolve"])
     assert first["tenants"]["alice"]["resolve"]["mode"] == "batch"
     sent = first["llm_batch"]["submit"]

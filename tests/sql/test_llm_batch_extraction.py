@@ -5,7 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from engram import llm as llms
-from engram.consolidate.batch import EXTRACTION_CLUSTER_MAX_CHARS, collect_batches, submit_batch
+from engram.consolidate.batch import (
+    EXTRACTION_CLUSTER_MAX_CHARS,
+    collect_batches,
+    submit_batch,
+)
 from engram.consolidate.llm_extract import ClusterInput, build_requests, trimmed
 from engram.consolidate.stages import run_tenant
 from engram.llm.fake import FakeBatch
