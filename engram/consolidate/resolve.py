@@ -388,10 +388,12 @@ def list_reviews(settings: Settings, user_id: str | None = None, status: str | N
                  "decision", "created_at", "applied_at")
         out = [dict(zip(names, r, strict=True)) for r in found]
         for tenant in {r["user_id"] for r in out}:
-            ids = {f for r in out if r["user_id"] == tenant for f in r["subject_ids"]}
+            ids = {f for r in out if r["user_id"] == tenant and r["kind"] != "extraction" for f in r["subject_ids"]}
             facts = load_facts(con, tenant, ids, now, settings.decay_rate)
             for r in out:
-                if r["user_id"] == tenant:
+                if r["user_id"] == tenant and r["kind"] == "extraction":  # its subjects are episodes
+                    r["facts"] = []
+                elif r["user_id"] == tenant:
                     r["facts"] = [
                         {"id": f, "text": facts[f].text, "status": facts[f].status,
                          "confidence": round(facts[f].confidence, 3)} if f in facts else {"id": f, "missing": True}
