@@ -200,3 +200,15 @@ def test_kills_between_submit_and_collect_lose_nothing_and_apply_once(
                                   " where run_id = 'run-2' group by all order by all")
     assert all(n == 1 for *_, n in events) and len(events) >= 5
     assert collect_batches(batch_settings, client(batch_settings), "run-3", NOW)["jobs_open"] == 0
+
+
+def test_checks_pass_after_submit_and_collect_and_catch_a_foreign_review(
+        batch_settings: Settings, cases: dict[str, str]) -> None:
+    from engram.store.checks import run_checks
+
+    submit_batch(batch_settings, client(batch_settings), "run-1", NOW)
+    with db.open_store(batch_settings) as con:
+        assert run_checks(con)["batch_items_within_tenant"] == 0
+        con.execute("update llm_batch_items set review_ids = list_append(review_ids, $r) where user_id = 'alice'",
+                    {"r": cases["bob_c"]})
+        assert run_checks(con)["batch_items_within_tenant"] == 2
