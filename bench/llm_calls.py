@@ -2,6 +2,7 @@
 
     python -m bench.llm_calls                       # 1,000 memories, 4 tenants, 10 nights, minilm
     python -m bench.llm_calls --memories 5000 --nights 30 --embedder hash
+    python -m bench.llm_calls --embedder hash --json OUT   # also the per-mode figures as JSON
 
 Synthetic memories come from templates: restatements of a tenant's facts (duplicates), later
 contradictions of some of them, and one-off events. No network: a counting fake LLM answers
@@ -10,6 +11,10 @@ contradictions of some of them, and one-off events. No network: a counting fake 
 Nightly: each night's episodes are ingested, then the real stages run (embed, extract, confidence,
 merge); the clusters the extract stage found go to engram.consolidate.llm_extract in batched requests, and
 the queued reviews go to engram.consolidate.resolve in batched requests.
+Both LLM modes are also run through the product path: ENGRAM_LLM_MODE=interactive (the extract stage
+sends its HDBSCAN clusters to the LLM, the resolve stage its queued reviews, while the run waits) and
+ENGRAM_LLM_MODE=batch (the same work as one Batch API job per night, collected by the next night,
+billed at the batch price); the fake answers both.
 Write-time (the mem0 paper's design): every add makes one extraction call (the new message with the
 previous 10 messages as context) and one update call (each extracted fact with the 10 most similar
 stored memories), both built with the same prompt builders as the nightly path.
@@ -18,6 +23,7 @@ stored memories), both built with the same prompt builders as the nightly path.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -32,12 +38,14 @@ import numpy as np
 
 from engram import embed
 from engram.consolidate import stages as consolidate
+from engram.consolidate.batch import collect_batches, submit_batch
 from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
 from engram.consolidate.llm_extract import build_prompt as extraction_prompt
 from engram.consolidate.resolve import resolve_pending
 from engram.consolidate.review_prompts import MergeReply
 from engram.consolidate.review_prompts import build_prompt as review_prompt
-from engram.llm.fake import FakeLLM
+from engram.llm.base import BATCH_PRICE_FACTOR
+from engram.llm.fake import FakeBatch, FakeLLM
 from engram.llm.fake_rules import rule_based_responder
 from engram.llm.gemini import estimate_cost
 from engram.settings import load_settings
@@ -130,8 +138,10 @@ class Tally:
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    price_factor: float = 1.0
+
     def cost(self, model: str) -> float:
-        return estimate_cost(model, self.input_tokens, self.output_tokens)
+        return estimate_cost(model, self.input_tokens, self.output_tokens) * self.price_factor
 
 
 def nightly(mems: list[dict[str, Any]], nights: int, embedder_name: str, workdir: Path) -> tuple[Tally, dict[str, Any]]:
@@ -168,6 +178,63 @@ def nightly(mems: list[dict[str, Any]], nights: int, embedder_name: str, workdir
         statuses = con.execute("select status, error is not null, count(*) from llm_reviews group by all order by all").fetchall()
     seen["reviews_queued"] = sum(n for *_, n in statuses)
     seen["review_statuses"] = ", ".join(f"{st}{' (with error)' if err else ''}: {n}" for st, err, n in statuses)
+    return tally, seen
+
+
+def product_path(mems: list[dict[str, Any]], nights: int, embedder_name: str, workdir: Path, mode: str
+                 ) -> tuple[Tally, dict[str, Any]]:
+    """The nightly stages with the LLM configured as ENGRAM_LLM_MODE=`mode` (fake answers); its spend.
+
+    interactive: the extract stage sends its clusters and the resolve stage the queued reviews while
+    the run waits. batch: the stages queue that work, one job per night holds every tenant's
+    requests, and the next night collects it (the last job is collected after the last night).
+    """
+    settings = load_settings(db_path=workdir / f"{mode}.duckdb", embedder=embedder_name, llm="fake", llm_mode=mode)
+    emb = embed.from_settings(settings)
+    llm = FakeLLM(rule_based_responder)
+    batch = FakeBatch(rule_based_responder, workdir / f"{mode}-jobs")
+    tally = Tally(price_factor=BATCH_PRICE_FACTOR if mode == "batch" else 1.0)
+    seen: dict[str, Any] = {"jobs": 0 if mode == "batch" else None, "cases": 0}
+    users = sorted({m["user_id"] for m in mems})
+    for night in range(nights + (1 if mode == "batch" else 0)):
+        as_of = START + timedelta(days=night + 1, hours=-5)
+        run_id = f"bench-{mode}-{night:03d}"
+        if mode == "batch":
+            collect_batches(settings, batch, run_id, as_of, emb)
+            if night == nights:
+                break
+        todays = [m for m in mems if START + timedelta(days=night) <= m["created_at"] < START + timedelta(days=night + 1)]
+        if todays:
+            add_episodes(todays, settings)
+        for user in users:
+            ctx = consolidate.StageContext(settings, user, run_id, as_of)
+            consolidate.embed_pending(ctx, emb)
+            got = consolidate.extract(ctx, emb, llm)
+            if mode == "interactive" and "llm" in got:
+                u = got["llm"]
+                tally.add("extraction", u["requests"], u["input_tokens"], u["output_tokens"])
+                seen["cases"] += got.get("clusters", 0)
+            consolidate.confidence(ctx, emb)
+            consolidate.merge(ctx, emb)
+            if mode == "interactive":
+                counts = resolve_pending(settings, llm, user, run_id, as_of)
+                tally.add("resolution", counts["requests"], counts["input_tokens"], counts["output_tokens"])
+        if mode == "batch":
+            seen["jobs"] += submit_batch(settings, batch, run_id, as_of)["jobs_submitted"]
+    with db.open_store(settings) as con:  # bench-only reads; the product's SQL lives in sql/
+        if mode == "batch":
+            for kind, n, inp, out, cases in con.execute(
+                    "select case when kind = 'extraction' then 'extraction' else 'resolution' end, count(*),"
+                    " sum(input_tokens), sum(output_tokens), sum(len(review_ids)) from llm_batch_items"
+                    " where status <> 'submitted' group by 1 order by 1").fetchall():
+                tally.add(kind, n, int(inp or 0), int(out or 0))
+                seen["cases"] += int(cases)
+        else:
+            seen["cases"] += con.execute("select count(*) from llm_reviews where input_tokens is not null").fetchall()[0][0]
+        seen["facts"] = con.execute("select count(*) from facts").fetchall()[0][0]
+        statuses = con.execute("select kind, status, count(*) from llm_reviews group by all order by all").fetchall()
+    seen["review_statuses"] = ", ".join(f"{k} {st}: {n}" for k, st, n in statuses) or "none"
+    seen["tokens_per_case"] = round(tally.tokens / max(seen["cases"], 1), 1)
     return tally, seen
 
 
@@ -221,8 +288,51 @@ def write_time(mems: list[dict[str, Any]], embedder_name: str, context: int, top
     return tally
 
 
-def report(args: argparse.Namespace, night: Tally, seen: dict[str, Any], write: Tally, seconds: float) -> str:
-    model = "gemini-2.5-flash"
+MODEL = "gemini-2.5-flash"
+
+
+def mode_rows(night: Tally, modes: dict[str, tuple[Tally, dict[str, Any]]], write: Tally) -> list[dict[str, Any]]:
+    """The per-mode figures (also the --json output): nightly vs write-time requests and cost."""
+    out = []
+    for mode, (tally, seen) in [("interactive-cluster-proxy", (night, {})), *modes.items()]:
+        cost = tally.cost(MODEL)
+        out.append({
+            "mode": mode, "nightly_requests": tally.requests, "nightly_input_tokens": tally.input_tokens,
+            "nightly_output_tokens": tally.output_tokens, "nightly_cost_usd": round(cost, 6),
+            "write_time_requests": write.requests, "write_time_cost_usd": round(write.cost(MODEL), 6),
+            "cost_share_of_write_time": round(cost / max(write.cost(MODEL), 1e-12), 4),
+            "price_factor": tally.price_factor, "batch_jobs": seen.get("jobs"), "cases": seen.get("cases"),
+            "tokens_per_case": seen.get("tokens_per_case"),
+        })
+    return out
+
+
+def modes_section(rows: list[dict[str, Any]], modes: dict[str, tuple[Tally, dict[str, Any]]]) -> list[str]:
+    """Markdown: both LLM modes through the product path, side by side."""
+    lines = [
+        "", "## ENGRAM_LLM_MODE side by side (the product path)", "",
+        "| mode | requests (extraction + resolution) | batch jobs | input tokens | output tokens | tokens per case | "
+        "price | est. cost | share of write-time cost |", "|---|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for row in rows:
+        tally = modes[row["mode"]][0] if row["mode"] in modes else None
+        parts = " + ".join(f"{r[0]:,}" for r in tally.by_part.values()) if tally else ""
+        lines.append(
+            f"| {row['mode']} | {row['nightly_requests']:,}{f' ({parts})' if parts else ''} | "
+            f"{row['batch_jobs'] if row['batch_jobs'] is not None else '-'} | {row['nightly_input_tokens']:,} | "
+            f"{row['nightly_output_tokens']:,} | {row['tokens_per_case'] if row['tokens_per_case'] is not None else '-'} | "
+            f"{'batch (x0.5)' if row['price_factor'] < 1 else 'interactive'} | ${row['nightly_cost_usd']:.4f} | "
+            f"**{row['cost_share_of_write_time']:.1%}** |")
+    lines.append(f"| write-time | {rows[0]['write_time_requests']:,} | - | | | | interactive | "
+                 f"${rows[0]['write_time_cost_usd']:.4f} | 100% |")
+    for mode, (_, seen) in modes.items():
+        lines.append(f"\n- {mode}: {seen['facts']} facts at the end; reviews: {seen['review_statuses']}")
+    return lines
+
+
+def report(args: argparse.Namespace, night: Tally, seen: dict[str, Any], write: Tally, seconds: float,
+           modes: dict[str, tuple[Tally, dict[str, Any]]] | None = None) -> str:
+    model = MODEL
     lines = [
         "# LLM calls: nightly batched pipeline vs write-time (two calls per add)", "",
         f"- date: {datetime.now():%Y-%m-%d %H:%M}; machine: {platform.platform()}, {os.cpu_count()} cpu(s), "
@@ -263,6 +373,19 @@ def report(args: argparse.Namespace, night: Tally, seen: dict[str, Any], write: 
         "- 'failed' reviews here are stale ones: an earlier decision in the same request retired one of their "
         "facts (merged it into another), so the case no longer applies and is closed without being applied.",
     ]
+    if modes:
+        lines += modes_section(mode_rows(night, modes, write), modes)
+        lines += [
+            "",
+            "- interactive-cluster-proxy is the table above (each extractive fact's episodes sent as one cluster; "
+            "the measurement of earlier reports). interactive and batch run the real stages with "
+            "ENGRAM_LLM=fake: the extract stage's HDBSCAN clusters and the queued reviews, both modes on the same "
+            "memories. batch: one job per night for every tenant (each tenant's requests separate items), "
+            "collected by the next night; clusters trimmed to "
+            "engram.consolidate.batch.EXTRACTION_CLUSTER_MAX_CHARS characters and each episode sent once; "
+            "cost at the Batch API's price (50%).",
+            "- tokens per case: all tokens of the mode / cases sent (clusters and reviews).",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -276,14 +399,19 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=10, help="write-time: previous messages per extraction")
     parser.add_argument("--top-s", dest="top_s", type=int, default=10, help="write-time: memories per update")
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--json", type=Path, default=None, help="also write the per-mode figures as JSON here")
     args = parser.parse_args()
     mems = memories(args.memories, args.tenants, args.nights)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         night, seen = nightly(mems, args.nights, args.embedder, Path(tmp))
+        modes = {mode: product_path(mems, args.nights, args.embedder, Path(tmp), mode)
+                 for mode in ("interactive", "batch")}
     write = write_time(mems, args.embedder, args.context, args.top_s)
-    text = report(args, night, seen, write, time.perf_counter() - t0)
+    text = report(args, night, seen, write, time.perf_counter() - t0, modes)
     args.out.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps(mode_rows(night, modes, write), indent=2) + "\n")
     print(text)
 
 

@@ -34,6 +34,7 @@ MANUAL_FLOWS = [
     ("engram.flows.maintenance", "restore_flow", "restore"),
     ("engram.flows.maintenance", "mark_removal_flow", "mark-removal"),
     ("engram.flows.maintenance", "archive_retention_flow", "archive-retention"),
+    ("engram.flows.collect", "llm_batch_collection", "llm-batch-collection"),
 ]
 
 

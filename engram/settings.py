@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     llm_timeout_s: float = bounded(60.0, 1.0, 600.0, "Timeout of one LLM request.")
     llm_retries: int = bounded(3, 0, 10, "Retries on 429/5xx/timeouts.")
     llm_run_token_budget: int = bounded(1_000_000, 0, 100_000_000, "Tokens one run may spend.")
+    llm_mode: Literal["interactive", "batch"] = Field(
+        "interactive", description="interactive: LLM calls while the run waits; batch: one Gemini Batch API job "
+        "per run, collected by the next run or the collect flow (half the price).")
+    llm_batch_resubmits: int = bounded(
+        2, 0, 20, "A case whose batch job was lost, cancelled, expired or failed is re-submitted this often.")
 
     # consolidation
     min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")

@@ -10,12 +10,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from engram.consolidate.report import run_report_markdown
 
 
-def publish_run_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any]) -> None:
-    """The run report (markdown) and the table of changed facts, as Prefect artifacts of the flow run."""
+def publish_run_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any],
+                          batch: dict[str, Any] | None = None) -> None:
+    """The run report (markdown, with the batch jobs in batch mode) and the table of changed facts."""
     key = run_id.lower().replace("_", "-")
     create_markdown_artifact(
         key=f"report-{key}"[:100],
-        markdown=run_report_markdown(run_id, as_of, dry_run, results),
+        markdown=run_report_markdown(run_id, as_of, dry_run, results, batch),
         description=f"nightly consolidation {run_id}",
     )
     rows = [

@@ -23,6 +23,7 @@ from engram.store.runs import (
 )
 from engram.store.sharding import settings_for_tenant
 from engram.tasks import consolidate as t
+from engram.tasks import llm_batch
 
 STAGE_TASKS = {
     "embed": t.embed_pending,
@@ -55,6 +56,10 @@ def nightly_consolidation(
 
         return run_sharded_nightly(settings, as_of=as_of, dry_run=dry_run, stages=chosen)
     run_id = make_run_id(as_of)
+    batch_mode = settings.llm_mode == "batch" and settings.llm != "none" and not dry_run
+    batch: dict[str, Any] = {}
+    if batch_mode:  # last run's job first: its decisions and facts feed this run's stages
+        batch["collect"] = llm_batch.collect_llm_batches(settings, run_id, as_of)
     tenants = [user_id] if user_id else tenants_with_work(settings, as_of)
     logger.info("run %s: %d tenant(s), stages %s, dry_run=%s", run_id, len(tenants), chosen, dry_run)
     results: dict[str, Any] = {}
@@ -71,8 +76,11 @@ def nightly_consolidation(
         except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
             logger.error("tenant %s failed: %s", tenant, error_text(exc))
             results[tenant] = tenant_failure(exc)
-    publish_run_artifacts(run_id, as_of, dry_run, results)
-    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
+    if batch_mode:  # one job for every tenant's LLM work of this run, collected by the next run
+        batch["submit"] = llm_batch.submit_llm_batch(settings, run_id, as_of, user_id)
+    publish_run_artifacts(run_id, as_of, dry_run, results, batch or None)
+    out = {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
+    return {**out, "llm_batch": batch} if batch else out
 
 
 if __name__ == "__main__":

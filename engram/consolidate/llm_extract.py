@@ -94,16 +94,33 @@ TASK = (
 
 
 @dataclass(frozen=True)
-class _Request:
+class ExtractionRequest:
+    """One prompt over a chunk of clusters, with the alias maps to read its reply."""
+
     prompt: str
     cluster_alias: dict[str, str]                 # k1 -> cluster_id
     episode_alias: dict[str, dict[str, str]]      # cluster_id -> {e1 -> episode_id}
 
 
-def _record(cluster: ClusterInput, alias: str, first: int) -> tuple[dict[str, object], dict[str, str]]:
+def trimmed(episodes: Sequence[tuple[str, str | None, str, datetime]], max_chars: int | None
+            ) -> list[tuple[str, str | None, str, datetime]]:
+    """A cluster's members up to max_chars of text in all (the first always, cut to the budget); all when None."""
+    if max_chars is None:
+        return list(episodes)
+    kept, used = [], 0
+    for eid, role, content, created_at in episodes:
+        if kept and used + len(content) > max_chars:
+            break
+        kept.append((eid, role, content[:max_chars], created_at))
+        used += len(content)
+    return kept
+
+
+def _record(cluster: ClusterInput, alias: str, first: int,
+            max_chars: int | None = None) -> tuple[dict[str, object], dict[str, str]]:
     eps = []
     aliases = {}
-    for n, (eid, role, content, created_at) in enumerate(cluster.episodes, first):
+    for n, (eid, role, content, created_at) in enumerate(trimmed(cluster.episodes, max_chars), first):
         aliases[f"e{n}"] = eid
         eps.append({"id": f"e{n}", "role": role or "", "at": created_at.isoformat(timespec="seconds"),
                     "text": content[:EPISODE_MAX_CHARS]})
@@ -116,10 +133,12 @@ def build_prompt(records: Sequence[dict[str, object]]) -> str:
                         "Return facts for every cluster in the data, as JSON matching the response schema."])
 
 
-def build_requests(clusters: Sequence[ClusterInput], max_prompt_tokens: int) -> list[_Request]:
-    """Pack clusters into as few prompts as max_prompt_tokens allows (a huge cluster gets its own)."""
+def build_requests(clusters: Sequence[ClusterInput], max_prompt_tokens: int,
+                   cluster_max_chars: int | None = None) -> list[ExtractionRequest]:
+    """Pack clusters into as few prompts as max_prompt_tokens allows (a huge cluster gets its own);
+    with cluster_max_chars, each cluster's members are trimmed to that much text."""
     overhead = estimate_tokens(build_prompt([]))
-    requests: list[_Request] = []
+    requests: list[ExtractionRequest] = []
     records: list[dict[str, object]] = []
     c_alias: dict[str, str] = {}
     e_alias: dict[str, dict[str, str]] = {}
@@ -127,15 +146,15 @@ def build_requests(clusters: Sequence[ClusterInput], max_prompt_tokens: int) -> 
 
     def flush() -> None:
         if records:
-            requests.append(_Request(build_prompt(records), dict(c_alias), dict(e_alias)))
+            requests.append(ExtractionRequest(build_prompt(records), dict(c_alias), dict(e_alias)))
 
     for cluster in clusters:
-        record, aliases = _record(cluster, f"k{len(records) + 1}", next_ep)
+        record, aliases = _record(cluster, f"k{len(records) + 1}", next_ep, cluster_max_chars)
         cost = estimate_tokens(data_block([record])) + OUTPUT_TOKENS_PER_CLUSTER
         if records and used + cost > max_prompt_tokens:
             flush()
             records, c_alias, e_alias, used, next_ep = [], {}, {}, overhead, 1
-            record, aliases = _record(cluster, "k1", next_ep)
+            record, aliases = _record(cluster, "k1", next_ep, cluster_max_chars)
         records.append(record)
         c_alias[str(record["cluster"])] = cluster.cluster_id
         e_alias[cluster.cluster_id] = aliases
@@ -145,7 +164,7 @@ def build_requests(clusters: Sequence[ClusterInput], max_prompt_tokens: int) -> 
     return requests
 
 
-def _validate(request: _Request, reply: ExtractionReply, result: ExtractionResult) -> None:
+def validate_reply(request: ExtractionRequest, reply: ExtractionReply, result: ExtractionResult) -> None:
     """Keep the valid facts of a reply; record every dropped one with its reason."""
     answered = set()
     for item in reply.clusters:
@@ -207,7 +226,7 @@ def extract_facts(llm: LLM, clusters: list[ClusterInput], max_prompt_tokens: int
             result.errors.append(f"{exc.code}: {exc}")
             continue
         result.usage.add(reply)
-        _validate(request, reply.parsed, result)  # type: ignore[arg-type]
+        validate_reply(request, reply.parsed, result)  # type: ignore[arg-type]
     result.failed_clusters += [c.cluster_id for c in clusters if not c.episodes]
     log.info("extraction: %d cluster(s), %d fact(s), %d dropped, %d failed, %d request(s)", len(clusters),
              len(result.facts), len(result.dropped), len(result.failed_clusters), result.usage.requests)

@@ -7,10 +7,10 @@ from typing import Any
 
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
-    "extract": ("new_episodes", "statements", "clusters", "facts_created"),
+    "extract": ("new_episodes", "statements", "clusters", "extraction_queued", "facts_created"),
     "confidence": ("reinforced", "supports", "contradictions", "penalised", "superseded"),
     "merge": ("candidate_pairs", "merges", "facts_merged", "queued"),
-    "resolve": ("requests", "decided", "applied", "failed", "input_tokens", "output_tokens", "cost_usd"),
+    "resolve": ("requests", "decided", "applied", "failed", "input_tokens", "output_tokens", "cost_usd", "mode"),
     "deprecate": ("deprecated",),
     "archive": (),
     "publish": ("facts_embedded",),
@@ -34,10 +34,33 @@ def _cell(stage: str, counts: Any) -> str:
     return ", ".join(parts) or "-"
 
 
-def run_report_markdown(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any]) -> str:
-    """Markdown with one table per tenant: stage, counts, time."""
+BATCH_KEYS = {
+    "collect": ("jobs_open", "jobs_waiting", "jobs_collected", "jobs_lost", "items_applied", "items_failed",
+                "items_requeued", "cases_applied", "cases_failed", "cases_requeued", "facts_created",
+                "input_tokens", "output_tokens", "cost_usd"),
+    "submit": ("jobs_submitted", "job_name", "tenants", "items", "cases", "estimated_tokens", "stale",
+               "skipped_budget", "error"),
+}
+
+
+def batch_report_markdown(run_id: str, batch: dict[str, Any]) -> str:
+    """The batch-mode section: jobs collected and submitted, items failed, cost at batch prices."""
+    lines = [f"## LLM batch jobs (`{run_id}`)", "", "| step | result |", "|---|---|"]
+    for step, keys in BATCH_KEYS.items():
+        counts = batch.get(step)
+        if isinstance(counts, dict):
+            parts = [f"{k} {counts[k]}" for k in keys if counts.get(k) is not None]
+            lines.append(f"| {step} | {', '.join(parts) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_report_markdown(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any],
+                        batch: dict[str, Any] | None = None) -> str:
+    """Markdown with one table per tenant: stage, counts, time; and the batch jobs in batch mode."""
     lines = [f"# Nightly consolidation `{run_id}`", "", f"as_of {as_of.isoformat()}"
              + (" (dry run: nothing written)" if dry_run else ""), ""]
+    if batch:
+        lines.append(batch_report_markdown(run_id, batch))
     if not results:
         lines.append("No tenant had work.")
     for tenant, stages in results.items():

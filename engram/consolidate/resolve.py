@@ -234,7 +234,8 @@ def apply_decisions(con: db.Connection, settings: Settings, user_id: str, run_id
     if not items:
         return []
     with db.registered(con, "review_ids", _ids_table([c.review_id for c, _, _ in items])):
-        open_reviews = {i for i, s in db.rows(con, "queries/review_statuses", user_id=user_id) if s in ("pending", "failed")}
+        open_reviews = {i for i, s in db.rows(con, "queries/review_statuses", user_id=user_id)
+                        if s in ("pending", "failed", "submitted")}
     ids = {f for c, _, _ in items for f in c.subject_ids}
     facts = load_facts(con, user_id, ids, now, settings.decay_rate)
     penalties = load_penalties(con, user_id, ids)
@@ -387,10 +388,12 @@ def list_reviews(settings: Settings, user_id: str | None = None, status: str | N
                  "decision", "created_at", "applied_at")
         out = [dict(zip(names, r, strict=True)) for r in found]
         for tenant in {r["user_id"] for r in out}:
-            ids = {f for r in out if r["user_id"] == tenant for f in r["subject_ids"]}
+            ids = {f for r in out if r["user_id"] == tenant and r["kind"] != "extraction" for f in r["subject_ids"]}
             facts = load_facts(con, tenant, ids, now, settings.decay_rate)
             for r in out:
-                if r["user_id"] == tenant:
+                if r["user_id"] == tenant and r["kind"] == "extraction":  # its subjects are episodes
+                    r["facts"] = []
+                elif r["user_id"] == tenant:
                     r["facts"] = [
                         {"id": f, "text": facts[f].text, "status": facts[f].status,
                          "confidence": round(facts[f].confidence, 3)} if f in facts else {"id": f, "missing": True}

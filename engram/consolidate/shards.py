@@ -46,8 +46,13 @@ def consolidate_shard(
     if wrong:
         raise InvalidInput(f"user_ids: {len(wrong)} tenant(s) do not belong to shard {k}")
     embedder, llm = embed.from_settings(shard), llms.from_settings(shard)
+    batch = None if dry_run else llms.batch_from_settings(shard)  # batch mode: one job per shard file
     results: dict[str, Any] = {}
     with db.held_open(shard) if hold_open else nullcontext():
+        if batch is not None:
+            from engram.consolidate.batch import collect_batches
+
+            log.info("shard %d: llm batch collect %s", k, collect_batches(shard, batch, run_id, as_of, embedder))
         for tenant in tenants:
             try:
                 results[tenant] = run_tenant(shard, tenant, run_id, as_of, stages, dry_run, embedder=embedder, llm=llm)
@@ -57,5 +62,9 @@ def consolidate_shard(
             except Exception as exc:  # noqa: BLE001 - run_tenant recorded it on the tenant's runs row
                 log.error("shard %d: a tenant failed: %s", k, error_text(exc))
                 results[tenant] = tenant_failure(exc)
+        if batch is not None:
+            from engram.consolidate.batch import submit_batch
+
+            log.info("shard %d: llm batch submit %s", k, submit_batch(shard, batch, run_id, as_of))
     log.info("shard %d: %d tenant(s) consolidated", k, len(results))
     return results

@@ -110,7 +110,7 @@ def statement_key(text: str) -> str:
     return " ".join(words(text))
 
 
-def _statement_drafts(
+def statement_drafts(
     eps: pl.DataFrame, rows: list[int], known: set[str]
 ) -> list[tuple[str, np.ndarray, str, datetime | None]]:
     """(text, member rows, reason, moment) per distinct statement of the given episodes.
@@ -177,6 +177,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
         vecs = vectors_of(eps["embedding"], embedder.dim)
         facts, sources = _facts_of_episodes(ctx, eps, vecs, embedder, llm, counts)
         usage = counts.pop("_llm_usage", None)
+        extraction_cases = counts.pop("_extraction_cases", [])
         counts["facts_created"] = len(facts)
         watermark = eps["created_at"].max()
 
@@ -189,6 +190,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> dict[str,
                 fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(sources))
             if usage is not None:
                 record_run_usage(con, ctx.run_id, ctx.user_id, "extract", usage, ctx.as_of)
+            queue_reviews(con, extraction_cases)
             consumed = pa.table({"id": pa.array(new_ids, pa.string())})
             with db.registered(con, "consumed_episodes", consumed):
                 db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
@@ -213,20 +215,39 @@ def _facts_of_episodes(
         labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
         clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
         counts.update(clusters=len(clusters), noise=int((labels == -1).sum()))
-        if clusters:
+        if clusters and s.llm_mode == "batch":
+            # batch mode: each cluster becomes an extraction case for the run's batch job; its facts
+            # are written when the job is collected (engram.consolidate.batch)
+            ids = eps["id"].to_list()
+            counts["_extraction_cases"] = [
+                _review(ctx, "extraction", sorted(ids[int(i)] for i in idx), f"cluster of {len(idx)} episode(s)")
+                for idx in clusters]
+            counts["extraction_queued"] = len(clusters)
+            covered = {int(i) for idx in clusters for i in idx}
+            offline_rows = [i for i in new_rows if i not in covered]
+        elif clusters:
             llm_drafts, failed = _llm_drafts(ctx, eps, clusters, llm, counts)
             drafts += [(t, idx, why, kind, cat, None) for t, idx, why, kind, cat in llm_drafts]
             covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
     with db.open_store(s) as con:
         known = {statement_key(text) for _, text, _ in db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)}
-    statements = _statement_drafts(eps, offline_rows, known)
+    statements = statement_drafts(eps, offline_rows, known)
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
+    return fact_rows(ctx, eps, vecs, drafts, embedder)
+
+
+def fact_rows(
+    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray,
+    drafts: list[tuple[str, np.ndarray, str, str | None, str | None, datetime | None]], embedder: Embedder,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Fact rows and their extracted_from sources for drafts (text, member rows of eps, reason, claim
+    type, category, moment); eps/vecs are the episodes the member rows index."""
     if not drafts:
         return [], []
-    # a statement that is its episode's whole text keeps the episode's vector; the rest are embedded as stored
     contents = eps["content"].to_list()
+    # a statement that is its episode's whole text keeps the episode's vector; the rest are embedded as stored
     same = [len(d[1]) == 1 and d[0] == contents[int(d[1][0])] for d in drafts]
     embedded = iter(embedder.embed([d[0] for d, keep in zip(drafts, same, strict=True) if not keep]))
     fact_vecs = [vecs[int(d[1][0])] if keep else next(embedded) for d, keep in zip(drafts, same, strict=True)]
@@ -597,6 +618,8 @@ def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:
             return {"llm": "none", "requests": 0}, None
         if ctx.dry_run:
             return {"requests": 0, "note": "dry run: no LLM calls"}, None
+        if ctx.settings.llm_mode == "batch":
+            return {"requests": 0, "mode": "batch", "note": "cases go into the run's batch job"}, None
         from engram.consolidate.resolve import resolve_pending
 
         return dict(resolve_pending(ctx.settings, llm, ctx.user_id, ctx.run_id, ctx.as_of)), None

@@ -61,6 +61,49 @@ class LLM(Protocol):
     def generate(self, prompt: str, schema: type[T]) -> LLMReply: ...
 
 
+BATCH_PRICE_FACTOR = 0.5  # the Gemini Batch API bills half the interactive price
+BATCH_DONE_STATES = {"JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED"}
+BATCH_LOST_STATES = {"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED", "JOB_STATE_NOT_FOUND"}
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """One item of a batch job: its key, prompt and reply schema."""
+
+    key: str
+    prompt: str
+    schema: type[BaseModel]
+
+
+@dataclass
+class BatchStatus:
+    """What a poll of a batch job found: its state and, once done, each item's reply or error."""
+
+    state: str
+    replies: dict[str, LLMReply | LLMError] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """The job finished and its replies are here."""
+        return self.state in BATCH_DONE_STATES
+
+    @property
+    def lost(self) -> bool:
+        """The job ended without replies (failed, cancelled, expired, or unknown to the provider)."""
+        return self.state in BATCH_LOST_STATES
+
+
+class BatchLLM(Protocol):
+    """What batch mode needs: submit a job of structured requests, and poll it by name."""
+
+    model: str
+
+    def submit(self, requests: list[BatchRequest], display_name: str) -> str: ...
+
+    def poll(self, job_name: str, schemas: dict[str, type[BaseModel]]) -> BatchStatus: ...
+
+
 @dataclass
 class Usage:
     """LLM spend of one stage: requests, tokens, cost, latency and the prompt hashes."""

@@ -15,7 +15,11 @@ from pydantic import BaseModel
 
 from engram.errors import InvalidInput
 from engram.llm.base import (
+    BATCH_PRICE_FACTOR,
+    BatchRequest,
+    BatchStatus,
     LLMBadReply,
+    LLMError,
     LLMReply,
     LLMUnavailable,
     T,
@@ -120,11 +124,11 @@ class GeminiLLM:
         return self._reply(prompt, schema, response, latency_ms)
 
     def _reply(self, prompt: str, schema: type[BaseModel], response: types.GenerateContentResponse,
-               latency_ms: float) -> LLMReply:
+               latency_ms: float, price_factor: float = 1.0, hashed: str | None = None) -> LLMReply:
         usage = response.usage_metadata
         input_tokens = (usage.prompt_token_count or 0) if usage else 0
         output_tokens = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0
-        cost = estimate_cost(self.model, input_tokens, output_tokens)
+        cost = estimate_cost(self.model, input_tokens, output_tokens) * price_factor
         spent = (input_tokens, output_tokens, cost)
         candidate = response.candidates[0] if response.candidates else None
         finish = candidate.finish_reason if candidate else None
@@ -139,6 +143,77 @@ class GeminiLLM:
         except LLMBadReply as exc:
             raise LLMBadReply(str(exc), spent) from exc
         return LLMReply(
-            parsed=parsed, raw_text=text, model=self.model, prompt_hash=prompt_hash(prompt),
+            parsed=parsed, raw_text=text, model=self.model, prompt_hash=hashed or prompt_hash(prompt),
             input_tokens=input_tokens, output_tokens=output_tokens, latency_ms=latency_ms, cost_usd=cost,
         )
+
+
+class GeminiBatch(GeminiLLM):
+    """The Gemini Batch API: one job of inline requests (each with a metadata key), polled by name.
+
+    Replies cost BATCH_PRICE_FACTOR of the interactive price. A job the provider no longer knows
+    (HTTP 404) polls as JOB_STATE_NOT_FOUND, which batch mode treats like an expired job.
+    """
+
+    def submit(self, requests: list[BatchRequest], display_name: str) -> str:
+        """Create the job; its name. LLMUnavailable when the provider refuses or does not answer."""
+        inlined = [
+            types.InlinedRequest(
+                contents=r.prompt, metadata={"key": r.key},
+                config=types.GenerateContentConfig(response_mime_type="application/json", response_schema=r.schema,
+                                                   temperature=self.temperature),
+            )
+            for r in requests
+        ]
+        job = self._call(lambda: self._client.batches.create(
+            model=self.model, src=types.BatchJobSource(inlined_requests=inlined),
+            config=types.CreateBatchJobConfig(display_name=display_name[:120])))
+        if not job.name:
+            raise LLMUnavailable("gemini created a batch job without a name")
+        return job.name
+
+    def poll(self, job_name: str, schemas: dict[str, type[BaseModel]]) -> BatchStatus:
+        """The job's state and, once it succeeded, each item's reply (LLMBadReply for an unusable one)."""
+        try:
+            job = self._call(lambda: self._client.batches.get(name=job_name))
+        except LLMUnavailable as exc:
+            if isinstance(exc.__cause__, genai_errors.APIError) and exc.__cause__.code == 404:
+                return BatchStatus("JOB_STATE_NOT_FOUND", error="the provider does not know this job")
+            raise
+        state = job.state.value if job.state is not None else "JOB_STATE_UNSPECIFIED"
+        error = str(job.error)[:500] if getattr(job, "error", None) else None
+        status = BatchStatus(state, error=error)
+        if not status.done:
+            return status
+        responses = (job.dest.inlined_responses if job.dest else None) or []
+        keys = list(schemas)
+        for n, item in enumerate(responses):
+            key = (item.metadata or {}).get("key") or (keys[n] if n < len(keys) else None)
+            if key is None or key not in schemas:
+                continue  # an item this job never held: ignored, its cases stay with the job's known items
+            if item.error is not None or item.response is None:
+                message = item.error.message if item.error is not None else "no response"
+                status.replies[key] = LLMUnavailable(f"batch item failed: {str(message)[:300]}")
+                continue
+            try:
+                status.replies[key] = self._reply("", schemas[key], item.response, 0.0, BATCH_PRICE_FACTOR, key)
+            except LLMError as exc:
+                status.replies[key] = exc
+        return status
+
+    def _call(self, fn: Callable[[], types.BatchJob]) -> types.BatchJob:
+        """One batches call with this class's retries on 429/5xx/timeouts."""
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+                if isinstance(exc, genai_errors.APIError) and not _retryable(exc):
+                    raise LLMUnavailable(f"gemini refused the batch call: HTTP {exc.code} {exc.status}") from exc
+                if not _retryable(exc):
+                    raise
+                if attempt >= self.retries:
+                    raise LLMUnavailable(
+                        f"gemini did not answer after {attempt + 1} attempt(s): {type(exc).__name__}") from exc
+                self._sleep(self.backoff_s * (2 ** attempt) * (0.5 + random.random()))
+                attempt += 1

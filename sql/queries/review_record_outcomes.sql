@@ -1,6 +1,6 @@
 -- Records outcomes from the registered table `review_outcomes` (id, status, decision, decided_by,
 -- model, prompt_hash, input_tokens, output_tokens, latency_ms, cost_usd, error, attempt_inc) on the
--- tenant's reviews that are still open (pending or failed). Params: $user_id, $now.
+-- tenant's reviews that are still open (pending, failed, or submitted in a batch job). Params: $user_id, $now.
 update llm_reviews as r
 set
     status = o.status,
@@ -19,4 +19,4 @@ set
 from review_outcomes as o
 where r.user_id = $user_id
     and r.id = o.id
-    and r.status in ('pending', 'failed')
+    and r.status in ('pending', 'failed', 'submitted')
