@@ -37,6 +37,11 @@ class Settings(BaseSettings):
         False, description="Mark staged inner-voice sources for removal automatically."
     )
     lock_timeout_s: float = bounded(30.0, 0.0, 600.0, "How long a writer waits for the DB lock.")
+    snapshot_dir: Path | None = Field(
+        None, description="Read snapshots for analysts and `engram sql` (default: snapshots/ beside the store)."
+    )
+    snapshot_keep: int = bounded(2, 1, 100, "Snapshots kept (older ones go unless an `engram sql` reader holds them).")
+    snapshot_include_private: bool = Field(False, description="Put private episodes and facts in the read snapshot.")
 
     # scale out (engram/sharding.py)
     shards: int = bounded(1, 1, 4096, "Tenants spread over this many DuckDB shard files (1 = db_path itself).")

@@ -22,6 +22,7 @@ from engram.store.runs import (
 )
 from engram.store.sharding import settings_for_tenant
 from engram.tasks import consolidate as t
+from engram.tasks.snapshot import publish_read_snapshot
 
 STAGE_TASKS = {
     "embed": t.embed_pending,
@@ -70,8 +71,10 @@ def nightly_consolidation(
         except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
             logger.error("tenant %s failed: %s", tenant, error_text(exc))
             results[tenant] = tenant_failure(exc)
+    snapshot = publish_read_snapshot(settings, run_id, dry_run, results)
     publish_run_artifacts(run_id, as_of, dry_run, results)
-    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
+    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results,
+            "snapshot": snapshot}
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ from engram.text.terminal import echo
 # Commands that may create the store; every other command needing a store refuses a missing one.
 STORE_CREATORS = {"init", "ingest", "demo"}
 # Commands that open no store of the configured path, or handle a missing one themselves
-# (mcp serves add_memory, which creates the store like ingest; eval builds its own stores).
-NO_STORE_NEEDED = {"config", "mcp", "eval", "shard-of", "shards", "reshard"}
+# (mcp serves add_memory, which creates the store like ingest; eval builds its own stores; sql reads
+# only the read snapshot).
+NO_STORE_NEEDED = {"config", "mcp", "eval", "shard-of", "shards", "reshard", "sql"}
 
 
 def debug_enabled() -> bool:
