@@ -8,7 +8,7 @@ import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             return
         _write(result, fmt, out, width)
 
-    def _write(result, fmt: Format, out: Path | None, width: int) -> None:  # noqa: ANN001 - a pyarrow Table
+    def _write(result: Any, fmt: Format, out: Path | None, width: int) -> None:
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -38,7 +39,7 @@ def cell(value: Any, width: int = 60) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        text = f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+        text = "nan" if math.isnan(value) else f"{value:.4f}".rstrip("0").rstrip(".")
     else:
         text = safe(value)
     return text if len(text) <= width else text[: width - 1] + "…"
