@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     )
 
     # logging
+    log_file: Path | None = Field(
+        None, description="engram's log file: Prefect's run logs and INFO lines (default: engram.log beside the store)."
+    )
     no_log: bool = Field(False, description="Log counters only, nothing about content.")
     debug_content_logging: bool = Field(False, description="Allow memory text in debug logs.")
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -58,12 +56,17 @@ def emit(value: Any, as_json: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show INFO logs (Prefect's run logs too) in the terminal; they always go to engram.log beside the store.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
 ) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    from engram.cli.logs import configure, log_file_for
+
+    try:
+        log_file = log_file_for(load_settings())
+    except EngramError:
+        log_file = None  # invalid settings: the command reports them itself
+    configure(verbose, None if ctx.resilient_parsing else log_file)
     if debug:
         os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows
     if needs_existing_store(ctx):  # only init, ingest and demo create a store
