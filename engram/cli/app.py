@@ -171,25 +171,42 @@ def stats(
     """Row counts per table, tenant and status."""
     from engram.store import db as store
     from engram.store.sharding import stores_for
+    from engram.store.tenant import unknown_tenant_hint
+    from engram.text.terminal import table_lines
 
     s = settings_or_exit()
     try:
-        rows = []
+        rows, contra = [], []
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
             with store.open_store(shard, read_only=True) as con:
                 rows += store.rows(con, "queries/stats", user_id=user)
+                contra += store.rows(con, "queries/stats_contradictions", user_id=user)
         if len(shards) > 1:
             rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
+            contra.sort()
+        hint = unknown_tenant_hint(s, user) if user else None
     except EngramError as exc:
         fail(exc)
     if as_json:
         emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
         return
+    if hint:
+        echo(hint)
     if not rows:
-        echo("the store is empty")
-    for table, user_id, status, n in rows:
-        echo(f"{table:14} {user_id:24} {status:16} {n}")
+        if not hint:
+            echo("the store is empty")
+        return
+    for line in table_lines(["table", "tenant", "status / relation / action", "rows"], rows):
+        echo(line)
+    if contra:
+        echo("")
+        echo("contradictions, named as in the run report:")
+        for line in table_lines(["tenant", "against", "contradictions", "penalised"], contra):
+            echo(line)
+        echo("  against: episodes that contradict a fact (fact_sources 'contradicts'); contradictions: fact")
+        echo("  pairs in conflict, queued for review (llm_reviews); penalised: facts whose confidence was halved")
+        echo("  (fact_events 'contradicted'). A run report counts the same, for that run only.")
 
 
 def _register_optional_commands() -> None:

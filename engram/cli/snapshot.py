@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import shutil
 import subprocess
@@ -13,6 +16,11 @@ from typing import Annotated, Any
 import typer
 
 from engram.text.terminal import echo, table_lines
+
+
+def _stdout() -> contextlib.AbstractContextManager[io.TextIOBase]:
+    """sys.stdout for the csv writer, left open."""
+    return contextlib.nullcontext(sys.stdout)
 
 
 class Format(str, Enum):
@@ -88,17 +96,15 @@ def register(app: typer.Typer) -> None:
         _write(result, fmt, out, width)
 
     def _write(result: Any, fmt: Format, out: Path | None, width: int) -> None:
-        import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
 
         if fmt is Format.parquet:
             pq.write_table(result, out)
-        elif fmt is Format.csv:
-            if out:
-                pacsv.write_csv(result, out)
-            else:
-                pacsv.write_csv(result, sys.stdout.buffer)
-                sys.stdout.flush()
+        elif fmt is Format.csv:  # the csv module quotes only values that need it (Arrow quotes every string)
+            with (open(out, "w", newline="", encoding="utf-8") if out else _stdout()) as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                writer.writerow(result.column_names)
+                writer.writerows(tuple(r.values()) for r in result.to_pylist())
         elif fmt is Format.json:
             text = json.dumps(result.to_pylist(), default=str, indent=2)
             if out:
