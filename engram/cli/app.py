@@ -112,6 +112,7 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
+    from engram.cli.progress import counted, progress
     from engram.store.ingest import IngestRejected, add_episodes_routed, read_records
     from engram.store.locomo import locomo_records
 
@@ -122,8 +123,9 @@ def ingest(
             numbers = None
         else:
             numbers, records = read_records(file, format)
-        result = add_episodes_routed(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
-                                     require_created_at=True)
+        with progress(f"ingesting {file.name}", total=len(records)) as advance:
+            result = add_episodes_routed(counted(records, advance), s, skip_invalid=skip_invalid, user_id=user,
+                                         line_numbers=numbers, require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
             echo(f"{file}: {err}", err=True)
@@ -149,14 +151,15 @@ def embed(
 ) -> None:
     """Embed every episode and fact waiting in the queue."""
     from engram import embed as embedders
+    from engram.cli.progress import progress
     from engram.embed.queue import drain
     from engram.store.sharding import stores_for
 
     s = settings_or_exit()
     try:
         embedder = embedders.from_settings(s)
-        with typer.progressbar(length=0, label="embedding", show_pos=True) as bar:
-            n = sum(drain(shard, embedder, table, user, progress=bar.update)
+        with progress("embedding") as advance:
+            n = sum(drain(shard, embedder, table, user, progress=advance)
                     for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
         fail(exc)

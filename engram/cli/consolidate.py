@@ -22,9 +22,13 @@ def run_nightly(user: str | None, as_of: datetime | None, dry_run: bool, stages:
     import os
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from engram.cli.progress import stage_progress
+    from engram.consolidate.stages import choose_stages
     from engram.flows.nightly import nightly_consolidation
 
-    return nightly_consolidation(user_id=user, as_of=as_of, dry_run=dry_run, stages=stages)
+    total = len(choose_stages(stages)) if user else None  # every tenant with work: not known up front
+    with stage_progress("consolidating", total):
+        return nightly_consolidation(user_id=user, as_of=as_of, dry_run=dry_run, stages=stages)
 
 
 def snapshot_line(snapshot: dict[str, Any] | None) -> str:
