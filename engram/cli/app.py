@@ -60,13 +60,14 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
 ) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
-    from engram.cli.logs import configure, log_file_for
+    from engram.cli.logs import configure, log_file_for, reset
 
     try:
         log_file = log_file_for(load_settings())
     except EngramError:
         log_file = None  # invalid settings: the command reports them itself
     configure(verbose, None if ctx.resilient_parsing else log_file)
+    ctx.call_on_close(reset)
     if debug:
         os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows
     if needs_existing_store(ctx):  # only init, ingest and demo create a store

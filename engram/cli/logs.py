@@ -31,12 +31,23 @@ def log_file_for(settings: Any) -> Path:
     return Path(settings.log_file) if settings.log_file else Path(settings.db_path).parent / "engram.log"
 
 
-def configure(verbose: bool, log_file: Path | None) -> None:
-    """Replace the handlers this module installed before (CliRunner runs many commands in one process)."""
+def reset() -> None:
+    """Remove the handlers configure() installed and restore the root level (at the end of a command:
+    CliRunner runs many commands in one process)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, _MARK, False)]:
         root.removeHandler(handler)
         handler.close()
+    level = getattr(root, _MARK + "_level", None)
+    if level is not None:
+        root.setLevel(level)
+        delattr(root, _MARK + "_level")
+
+
+def configure(verbose: bool, log_file: Path | None) -> None:
+    """Terminal handler (WARNING, INFO with -v) and log file handler (INFO) on the root logger."""
+    reset()
+    root = logging.getLogger()
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.INFO if verbose else logging.WARNING)
     console.setFormatter(logging.Formatter(FORMAT))
@@ -49,4 +60,5 @@ def configure(verbose: bool, log_file: Path | None) -> None:
     for handler in handlers:
         setattr(handler, _MARK, True)
         root.addHandler(handler)
+    setattr(root, _MARK + "_level", root.level)
     root.setLevel(logging.INFO)
