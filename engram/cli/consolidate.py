@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
-        from engram.consolidate.report import run_report_markdown
+        from engram.consolidate.report import changes_markdown, run_report_markdown
         from engram.store.tenant import unknown_tenant_hint
 
         s = settings_or_exit()
@@ -73,6 +73,9 @@ def register(app: typer.Typer) -> None:
             return
         echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                        result["dry_run"], result["tenants"]))
+        changes = changes_markdown(result["tenants"])
+        if changes:
+            echo(changes)
         echo(snapshot_line(result.get("snapshot")))
 
     @app.command()

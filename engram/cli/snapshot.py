@@ -23,6 +23,15 @@ def _stdout() -> contextlib.AbstractContextManager[io.TextIOBase]:
     return contextlib.nullcontext(sys.stdout)
 
 
+def _json_value(value: Any) -> Any:
+    """JSON for what Arrow hands back: sums of integers arrive as Decimal (DuckDB's HUGEINT), dates as objects."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return str(value)
+
+
 class Format(str, Enum):
     table = "table"
     csv = "csv"
@@ -106,7 +115,7 @@ def register(app: typer.Typer) -> None:
                 writer.writerow(result.column_names)
                 writer.writerows(tuple(r.values()) for r in result.to_pylist())
         elif fmt is Format.json:
-            text = json.dumps(result.to_pylist(), default=str, indent=2)
+            text = json.dumps(result.to_pylist(), default=_json_value, indent=2)
             if out:
                 out.write_text(text + "\n")
             else:

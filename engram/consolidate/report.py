@@ -83,3 +83,16 @@ def change_rows(results: dict[str, Any], width: int = 80) -> list[dict[str, str]
                 "reason": short(c.get("reason"), width),
             })
     return rows
+
+
+def changes_markdown(results: dict[str, Any], limit: int = 50, width: int = 60) -> str:
+    """The run's fact changes as a markdown table (the first `limit`), or '' when nothing changed."""
+    rows = change_rows(results, width)
+    if not rows:
+        return ""
+    cols = ("tenant", "fact", "text", "event", "confidence", "status", "reason")
+    lines = ["## changes", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(r[c].replace("|", "\\|") for c in cols) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"\n{len(rows) - limit} more change(s): engram sql \"select * from fact_history where run_id = ...\"")
+    return "\n".join(lines) + "\n"

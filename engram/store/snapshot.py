@@ -133,7 +133,10 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     removed = prune(settings)
-    return Published(snapshot_id, final, rows, removed, round(time.monotonic() - started, 3))
+    seconds = round(time.monotonic() - started, 3)
+    log.info("published snapshot %s: %d rows in %.3f s, %d old snapshot(s) removed", snapshot_id,
+             sum(rows.values()), seconds, len(removed))
+    return Published(snapshot_id, final, rows, removed, seconds)
 
 
 def _write_parquet(reader: Any, path: Path) -> int:
