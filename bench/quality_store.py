@@ -57,13 +57,14 @@ def consolidate_tenant(store: Store, user_id: str, embedder: CachedEmbedder, as_
     """extract, confidence, merge, resolve (with an LLM), deprecate for one tenant; confidences after extract
     and at the end."""
     ctx = consolidate.StageContext(store.settings, user_id, run_id, as_of)
-    counts: dict[str, Any] = {"extract": consolidate.extract(ctx, embedder, store.llm)}
-    after_extract = fact_table(store, user_id)
-    counts["confidence"] = consolidate.confidence(ctx, embedder)
-    counts["merge"] = consolidate.merge(ctx, embedder)
-    if store.llm is not None:
-        counts["resolve"] = consolidate.resolve(ctx, store.llm)
-    counts["deprecate"] = consolidate.deprecate(ctx)
+    with db.held_open(store.settings):  # as the nightly flow holds it for each tenant
+        counts: dict[str, Any] = {"extract": consolidate.extract(ctx, embedder, store.llm)}
+        after_extract = fact_table(store, user_id)
+        counts["confidence"] = consolidate.confidence(ctx, embedder)
+        counts["merge"] = consolidate.merge(ctx, embedder)
+        if store.llm is not None:
+            counts["resolve"] = consolidate.resolve(ctx, store.llm)
+        counts["deprecate"] = consolidate.deprecate(ctx)
     counts["confidence_after_extract"] = [f["confidence"] for f in after_extract]
     return counts
 

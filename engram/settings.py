@@ -37,6 +37,9 @@ class Settings(BaseSettings):
         False, description="Mark staged inner-voice sources for removal automatically."
     )
     lock_timeout_s: float = bounded(30.0, 0.0, 600.0, "How long a writer waits for the DB lock.")
+    hold_store_open: bool = Field(
+        True, description="Keep the store open across one tenant's nightly stages (faster; other processes wait meanwhile)."
+    )
     snapshot_dir: Path | None = Field(
         None, description="Read snapshots for analysts and `engram sql` (default: snapshots/ beside the store)."
     )

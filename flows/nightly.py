@@ -12,6 +12,7 @@ from engram.consolidate.report import utc_naive
 from engram.consolidate.stages import choose_stages, tenants_with_work
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import load_settings
+from engram.store.db import held_open
 from engram.store.runs import (
     LeaseHeld,
     error_text,
@@ -61,7 +62,7 @@ def nightly_consolidation(
     for tenant in tenants:
         shard = settings_for_tenant(settings, tenant)  # the tenant's shard file (db_path when unsharded)
         try:
-            with tenant_lease(shard, tenant, run_id):
+            with held_open(shard), tenant_lease(shard, tenant, run_id):  # one open store per tenant
                 results[tenant] = run_steps(shard, tenant, run_id, as_of, {
                     stage: partial(STAGE_TASKS[stage], shard, tenant, run_id, as_of, dry_run) for stage in chosen
                 }, dry_run)

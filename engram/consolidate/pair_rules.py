@@ -21,10 +21,12 @@ from engram.text.sentences import (
     _negations,
     names,
     valence_conflict,
+    word_tuple,
     words,
 )
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A crude, symmetric suffix stem ("running" ~ "runs" ~ "run"), enough to compare two sentences."""
     w = word.replace("\u2019", "'").removesuffix("'s").strip("'")
@@ -79,6 +81,7 @@ _NOT_SUBJECTS = {
 }
 
 
+@lru_cache(maxsize=1 << 16)
 def subject(text: str) -> str | None:
     """Who a statement is about when it names them: a speaker prefix ("Caroline: ...") or a leading name
     ("Caroline adopted a dog", as atomic extraction states facts); None when it does not say."""
@@ -95,21 +98,24 @@ PARTICLES = {"on", "off", "in", "out", "into", "onto", "up", "down", "over", "un
              "above", "below", "toward", "towards", "away", "from", "to", "behind", "through", "with", "without"}
 
 
+@lru_cache(maxsize=1 << 16)
+def _statement(text: str) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
+    """A statement without its speaker prefix, its candidate content words (word, stem), its numbers."""
+    t = _SPEAKER.sub("", text, count=1)
+    candidates = tuple((w, stem(w)) for w in word_tuple(t)
+                       if w not in STOPWORDS and w not in NEGATIONS and not w.endswith("n't") and not w[0].isdigit())
+    return t, candidates, frozenset(_NUMBER.findall(t))
+
+
 @lru_cache(maxsize=65536)
 def view(a: str, b: str) -> PairView:
     """Features of a pair (cached: the merge and contradiction rules read the same pair)."""
-    ta, tb = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
+    (ta, cand_a, num_a), (tb, cand_b, num_b) = _statement(a), _statement(b)
     na, nb = names(ta), names(tb)
-
-    def content(t: str, ns: set[str]) -> frozenset[str]:
-        return frozenset(stem(w) for w in words(t)
-                         if w not in STOPWORDS and w not in NEGATIONS and not w.endswith("n't")
-                         and w not in ns and not w[0].isdigit())
-
+    ns = na | nb
     return PairView(
-        content(ta, na | nb), content(tb, na | nb),
-        frozenset(_NUMBER.findall(ta)), frozenset(_NUMBER.findall(tb)),
-        frozenset(na), frozenset(nb), subject(a), subject(b), _negations(a) - _negations(b),
+        frozenset(s for w, s in cand_a if w not in ns), frozenset(s for w, s in cand_b if w not in ns),
+        num_a, num_b, na, nb, subject(a), subject(b), _negations(a) - _negations(b),
     )
 
 

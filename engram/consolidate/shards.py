@@ -47,7 +47,7 @@ def consolidate_shard(
         raise InvalidInput(f"user_ids: {len(wrong)} tenant(s) do not belong to shard {k}")
     embedder, llm = embed.from_settings(shard), llms.from_settings(shard)
     results: dict[str, Any] = {}
-    with db.connect(shard.db_path, lock_timeout_s=shard.lock_timeout_s) if hold_open else nullcontext():
+    with db.held_open(shard) if hold_open else nullcontext():
         for tenant in tenants:
             try:
                 results[tenant] = run_tenant(shard, tenant, run_id, as_of, stages, dry_run, embedder=embedder, llm=llm)

@@ -640,7 +640,8 @@ def run_tenant(
         "archive": lambda: _archive(ctx),
         "publish": lambda: publish(ctx, embedder),
     }
-    with tenant_lease(settings, user_id, run_id):  # a failing stage is recorded on its runs row
+    # one open store for the tenant's stages; a failing stage is recorded on its runs row
+    with db.held_open(settings), tenant_lease(settings, user_id, run_id):
         return run_steps(settings, user_id, run_id, as_of, {s: steps[s] for s in STAGES if s in stages}, dry_run)
 
 

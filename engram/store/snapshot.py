@@ -109,7 +109,7 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
         values = {"user_id": None, "include_private": settings.snapshot_include_private, "now": now,
                   "decay_rate": settings.decay_rate}  # user_id None: every tenant of the store file
         for k, shard in enumerate(shards):
-            with db.connect(shard.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+            with db.open_reader(shard) as con:  # read-only (or the database this process holds open)
                 for name, (query, names) in EXPORTS.items():
                     batches = db.query_batches(con, query, **{n: values[n] for n in names})
                     rows[name] += _write_parquet(batches, tmp / name / f"shard-{k}.parquet")

@@ -43,6 +43,18 @@ SECOND_PERSON = {"you", "your", "yours", "you're", "you've", "you'll", "you'd", 
 MAX_STATEMENT_CHARS = 400
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "had", "was",
           "used", "ought", "need"}
+# adverbs that sit between a subject and its verb without "-ly" ("I also love", "I never eat")
+PRE_VERB_ADVERBS = {"also", "always", "still", "just", "often", "never", "sometimes", "even", "only", "already",
+                    "rarely", "seldom", "mostly", "almost", "kinda", "sorta", "totally", "now", "too", "ever"}
+# Speech acts that state nothing about the speaker: a proposal for the two of them ("We should play
+# sometime", "Let's meet up") and a stance on the listener ("I bet you do", "I'm sure you'll love it").
+_PROPOSAL = re.compile(
+    r"^\W*(?:(?:maybe|so|and|but|well|then|oh|hey|perhaps)\W+)*"
+    r"(?:let'?s|let us|shall we|we(?:'ll| will| could| should| can| might| must| need to| have to| gotta| ought to))\b",
+    re.IGNORECASE)
+_STANCE_ON_LISTENER = re.compile(
+    r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am)?\s+(?:really\s+)?(?:bet|hope|think|guess|know|wish|believe|sure|glad)"
+    r"\s+(?:that\s+)?you\b", re.IGNORECASE)
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
@@ -151,9 +163,10 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
             out.append(f"{here} {_CONTRACTIONS[low]}")
         elif low == "i":
             out.append(here)
-            # the verb after "I", or after one adverb ("I really love"), agrees with the name
+            # the verb after "I", or after one adverb ("I really love", "I also love"), agrees with the name
             verb_at = _next_word(tokens, i)
-            if verb_at is not None and _third_person(tokens[verb_at]) is None and tokens[verb_at].endswith("ly"):
+            if verb_at is not None and (tokens[verb_at].lower() in PRE_VERB_ADVERBS  # "still", "even" are verbs too
+                                        or (_third_person(tokens[verb_at]) is None and tokens[verb_at].endswith("ly"))):
                 verb_at = _next_word(tokens, verb_at)
             verb = _third_person(tokens[verb_at]) if verb_at is not None else None
             if verb is not None:
@@ -279,6 +292,8 @@ def worth_remembering(sentence: str) -> bool:
         return False  # a remark about no one ("That's good to hear", "It's a great way to meet people")
     if any(w in SECOND_PERSON for w in tokens) and not any(w.split("'")[0] in FIRST_PERSON for w in tokens):
         return False  # about the listener ("Good to see you!"), whom a memory cannot name
+    if _PROPOSAL.match(sentence) or _STANCE_ON_LISTENER.match(sentence):
+        return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
     if _ANSWERED_QUESTION.search(sentence):

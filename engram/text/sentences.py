@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9']+")
 NEGATIONS = {
@@ -42,7 +43,18 @@ FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|
 
 def words(text: str) -> list[str]:
     """Lowercased word tokens."""
-    return _WORD.findall(text.lower().replace("\u2019", "'"))
+    return list(word_tuple(text))
+
+
+# The pair rules read the same statement once for every pair it is in (thousands of pairs per night):
+# the per-text reads are cached, immutable, bounded.
+TEXT_CACHE_SIZE = 1 << 16
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def word_tuple(text: str) -> tuple[str, ...]:
+    """Lowercased word tokens, as a tuple (cached)."""
+    return tuple(_WORD.findall(text.lower().replace("\u2019", "'")))
 
 
 def claim_type(text: str) -> str:
@@ -121,8 +133,9 @@ NEGATION_IDIOMS = re.compile(
 )
 
 
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _negations(text: str) -> int:
-    tokens = words(NEGATION_IDIOMS.sub(" ", text.lower().replace("\u2019", "'")))
+    tokens = word_tuple(NEGATION_IDIOMS.sub(" ", text.lower().replace("\u2019", "'")))
     return sum(1 for t in tokens if t in NEGATIONS or t.endswith("n't"))
 
 
@@ -156,14 +169,15 @@ def _content(tokens: set[str], values: set[str]) -> set[str]:
     return {t for t in tokens if t not in STOPWORDS and t not in values and not t[0].isdigit()}
 
 
-def names(text: str) -> set[str]:
-    """Capitalised words past the first (names), lowercased."""
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def names(text: str) -> frozenset[str]:
+    """Capitalised words past the first (names), lowercased (cached)."""
     out = set()
     for i, m in enumerate(_TOKEN.finditer(text)):
         tok = m.group()
         if i > 0 and tok[0].isupper() and tok.lower() not in _NOT_NAMES:
             out.add(tok.lower())
-    return out
+    return frozenset(out)
 
 
 def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
@@ -204,7 +218,7 @@ def valence_conflict(a: str, b: str) -> str | None:
     """
     if _negations(a) != _negations(b):
         return "negation"
-    sa, sb = set(words(a)), set(words(b))
+    sa, sb = set(word_tuple(a)), set(word_tuple(b))
     only_a, only_b = sa - sb, sb - sa
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
@@ -212,7 +226,7 @@ def valence_conflict(a: str, b: str) -> str | None:
     # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
     # in the statement nor what it is about
     a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
-    va, vb = set(words(a)), set(words(b))
+    va, vb = set(word_tuple(a)), set(word_tuple(b))
     ma, mb = names(a), names(b)
     ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
     if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:

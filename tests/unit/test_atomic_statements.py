@@ -28,6 +28,9 @@ SAID = datetime(2023, 5, 8, 13, 56)
     ("I'm a nurse and I've got two kids.", "Ann", "Ann is a nurse and Ann has got two kids."),
     ("Please note I don't eat meat.", "The user", "Please note the user doesn't eat meat."),
     ("I can swim.", "Ann", "Ann can swim."),
+    ("I also love gardening.", "Ann", "Ann also loves gardening."),
+    ("I still have my old car.", "Ann", "Ann still has Ann's old car."),  # "still" is a verb too
+    ("I never eat meat.", "Ann", "Ann never eats meat."),
     ("Tell me about it.", "Ann", "Tell Ann about it."),
     ("I love it.", None, "I love it."),
 ])
@@ -144,3 +147,17 @@ def test_statements_of_a_named_speaker_split_and_restored() -> None:
         "User 1", SAID)]
     assert got[:2] == ["User 1's father is in the army", "User 1's mom passed away when User 1 was young."]
     assert got[2].startswith("User 1 went to see him last week")
+
+
+@pytest.mark.parametrize("sentence", [
+    "We should play sometime.", "Maybe we could go together.", "We'll have to make plans soon.",
+    "Let's meet up next week.", "I bet you do!", "I'm sure you'll look great!",
+])
+def test_proposals_and_stances_on_the_listener_are_not_facts(sentence: str) -> None:
+    assert not worth_remembering(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["We always have a good team at work.", "We love having all the animals around.",
+                                      "I think my sister would love Porto."])
+def test_statements_about_us_stay(sentence: str) -> None:
+    assert worth_remembering(sentence)
