@@ -46,6 +46,9 @@ def run_demo(
         lines += ["", f"search: {query}"]
         lines += [f"  {h['line']}" for h in hits] or ["  (no results)"]
     lines += ["", f"Explain a fact: engram explain <fact id> --user {DEMO_USER}"]
+    if "snapshot_id" in (result.get("snapshot") or {}):
+        lines.append(f"Ask the read snapshot: engram sql \"select text, confidence from current_facts where "
+                     f"user_id = '{DEMO_USER}' order by confidence desc limit 5\"")
     return {"lines": lines, "run": result, "facts": facts.to_dicts(), "searches": searches}
 
 

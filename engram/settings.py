@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     hold_store_open: bool = Field(
         True, description="Keep the store open across one tenant's nightly stages (faster; other processes wait meanwhile)."
     )
+    snapshot_dir: Path | None = Field(
+        None, description="Read snapshots for analysts and `engram sql` (default: snapshots/ beside the store)."
+    )
+    snapshot_keep: int = bounded(2, 1, 100, "Snapshots kept (older ones go unless an `engram sql` reader holds them).")
+    snapshot_include_private: bool = Field(False, description="Put private episodes and facts in the read snapshot.")
 
     # scale out (engram/sharding.py)
     shards: int = bounded(1, 1, 4096, "Tenants spread over this many DuckDB shard files (1 = db_path itself).")
@@ -118,6 +123,9 @@ class Settings(BaseSettings):
     )
 
     # logging
+    log_file: Path | None = Field(
+        None, description="engram's log file: Prefect's run logs and INFO lines (default: engram.log beside the store)."
+    )
     no_log: bool = Field(False, description="Log counters only, nothing about content.")
     debug_content_logging: bool = Field(False, description="Allow memory text in debug logs.")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from engram.consolidate.report import run_report_markdown
+from engram.consolidate.report import change_rows, run_report_markdown
 
 
 def publish_run_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: dict[str, Any],
@@ -19,10 +19,6 @@ def publish_run_artifacts(run_id: str, as_of: datetime, dry_run: bool, results: 
         markdown=run_report_markdown(run_id, as_of, dry_run, results, batch),
         description=f"nightly consolidation {run_id}",
     )
-    rows = [
-        {"user_id": tenant, **change}
-        for tenant, stages in results.items()
-        for change in (stages.get("publish") or {}).get("changes", [])
-    ]
+    rows = change_rows(results)  # fact text shortened, with the reason: the UI alone tells what the night did
     if rows:
         create_table_artifact(key=f"changes-{key}"[:100], table=rows, description="facts changed by this run")

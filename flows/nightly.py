@@ -24,6 +24,7 @@ from engram.store.runs import (
 from engram.store.sharding import settings_for_tenant
 from engram.tasks import consolidate as t
 from engram.tasks import llm_batch
+from engram.tasks.snapshot import publish_read_snapshot
 
 STAGE_TASKS = {
     "embed": t.embed_pending,
@@ -78,8 +79,10 @@ def nightly_consolidation(
             results[tenant] = tenant_failure(exc)
     if batch_mode:  # one job for every tenant's LLM work of this run, collected by the next run
         batch["submit"] = llm_batch.submit_llm_batch(settings, run_id, as_of, user_id)
+    snapshot = publish_read_snapshot(settings, run_id, dry_run, results)
     publish_run_artifacts(run_id, as_of, dry_run, results, batch or None)
-    out = {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results}
+    out = {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results,
+           "snapshot": snapshot}
     return {**out, "llm_batch": batch} if batch else out
 
 

@@ -15,6 +15,7 @@ from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
 from engram.store.runs import make_run_id
 from engram.tasks.sharded import consolidate_shard
+from engram.tasks.snapshot import publish_read_snapshot
 
 
 def task_runner_for(settings: Settings) -> TaskRunner:
@@ -51,8 +52,10 @@ def sharded_nightly(
     for future in futures:
         results.update(future.result())
     results = dict(sorted(results.items()))
+    snapshot = publish_read_snapshot(settings, run_id, dry_run, results)
     publish_run_artifacts(run_id, as_of, dry_run, results)
-    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "shards": picked, "tenants": results}
+    return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "shards": picked, "tenants": results,
+            "snapshot": snapshot}
 
 
 def run_sharded_nightly(settings: Settings | None = None, **params: Any) -> dict[str, Any]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -58,12 +56,18 @@ def emit(value: Any, as_json: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show INFO logs (Prefect's run logs too) in the terminal; they always go to engram.log beside the store.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
 ) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    from engram.cli.logs import configure, log_file_for, reset
+
+    try:
+        log_file = log_file_for(load_settings())
+    except EngramError:
+        log_file = None  # invalid settings: the command reports them itself
+    configure(verbose, None if ctx.resilient_parsing else log_file)
+    ctx.call_on_close(reset)
     if debug:
         os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows
     if needs_existing_store(ctx):  # only init, ingest and demo create a store
@@ -109,6 +113,7 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
+    from engram.cli.progress import counted, progress
     from engram.store.ingest import IngestRejected, add_episodes_routed, read_records
     from engram.store.locomo import locomo_records
 
@@ -119,8 +124,9 @@ def ingest(
             numbers = None
         else:
             numbers, records = read_records(file, format)
-        result = add_episodes_routed(records, s, skip_invalid=skip_invalid, user_id=user, line_numbers=numbers,
-                                     require_created_at=True)
+        with progress(f"ingesting {file.name}", total=len(records)) as advance:
+            result = add_episodes_routed(counted(records, advance), s, skip_invalid=skip_invalid, user_id=user,
+                                         line_numbers=numbers, require_created_at=True)
     except IngestRejected as exc:
         for err in exc.errors[:50]:
             echo(f"{file}: {err}", err=True)
@@ -146,14 +152,15 @@ def embed(
 ) -> None:
     """Embed every episode and fact waiting in the queue."""
     from engram import embed as embedders
+    from engram.cli.progress import progress
     from engram.embed.queue import drain
     from engram.store.sharding import stores_for
 
     s = settings_or_exit()
     try:
         embedder = embedders.from_settings(s)
-        with typer.progressbar(length=0, label="embedding", show_pos=True) as bar:
-            n = sum(drain(shard, embedder, table, user, progress=bar.update)
+        with progress("embedding") as advance:
+            n = sum(drain(shard, embedder, table, user, progress=advance)
                     for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
         fail(exc)
@@ -168,25 +175,42 @@ def stats(
     """Row counts per table, tenant and status."""
     from engram.store import db as store
     from engram.store.sharding import stores_for
+    from engram.store.tenant import unknown_tenant_hint
+    from engram.text.terminal import table_lines
 
     s = settings_or_exit()
     try:
-        rows = []
+        rows, contra = [], []
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
             with store.open_store(shard, read_only=True) as con:
                 rows += store.rows(con, "queries/stats", user_id=user)
+                contra += store.rows(con, "queries/stats_contradictions", user_id=user)
         if len(shards) > 1:
             rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
+            contra.sort()
+        hint = unknown_tenant_hint(s, user) if user else None
     except EngramError as exc:
         fail(exc)
     if as_json:
         emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
         return
+    if hint:
+        echo(hint)
     if not rows:
-        echo("the store is empty")
-    for table, user_id, status, n in rows:
-        echo(f"{table:14} {user_id:24} {status:16} {n}")
+        if not hint:
+            echo("the store is empty")
+        return
+    for line in table_lines(["table", "tenant", "status / relation / action", "rows"], rows):
+        echo(line)
+    if contra:
+        echo("")
+        echo("contradictions, named as in the run report:")
+        for line in table_lines(["tenant", "against", "contradictions", "penalised"], contra):
+            echo(line)
+        echo("  against: episodes that contradict a fact (fact_sources 'contradicts'); contradictions: fact")
+        echo("  pairs in conflict, queued for review (llm_reviews); penalised: facts whose confidence was halved")
+        echo("  (fact_events 'contradicted'). A run report counts the same, for that run only.")
 
 
 def _register_optional_commands() -> None:

@@ -22,11 +22,13 @@ Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
     from engram.cli.app import fail, settings_or_exit
+    from engram.cli.progress import progress
     from engram.errors import EngramError
 
     settings = settings_or_exit()
     try:
-        return fn(settings, *args, **kwargs)
+        with progress(fn.__name__.replace("_", " ")):  # a pulsing bar in a terminal: sizes are not known up front
+            return fn(settings, *args, **kwargs)
     except EngramError as exc:
         fail(exc)
 

@@ -17,6 +17,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli.query",
     "engram.cli.shard",
     "engram.cli.mcp",
+    "engram.cli.snapshot",
 ]
 
 

@@ -22,9 +22,22 @@ def run_nightly(user: str | None, as_of: datetime | None, dry_run: bool, stages:
     import os
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from engram.cli.progress import stage_progress
+    from engram.consolidate.stages import choose_stages
     from engram.flows.nightly import nightly_consolidation
 
-    return nightly_consolidation(user_id=user, as_of=as_of, dry_run=dry_run, stages=stages)
+    total = len(choose_stages(stages)) if user else None  # every tenant with work: not known up front
+    with stage_progress("consolidating", total):
+        return nightly_consolidation(user_id=user, as_of=as_of, dry_run=dry_run, stages=stages)
+
+
+def snapshot_line(snapshot: dict[str, Any] | None) -> str:
+    """One line on the read snapshot the run published (or why not)."""
+    if not snapshot:
+        return "read snapshot: not published"
+    if "path" in snapshot:
+        return f"read snapshot: {snapshot['snapshot_id']} (query it with engram sql \"select ...\")"
+    return f"read snapshot: not published ({snapshot.get('skipped') or snapshot.get('failed')})"
 
 
 def register(app: typer.Typer) -> None:
@@ -41,10 +54,17 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
-        from engram.consolidate.report import run_report_markdown
+        from engram.consolidate.report import changes_markdown, run_report_markdown
+        from engram.store.tenant import unknown_tenant_hint
 
-        settings_or_exit()
+        s = settings_or_exit()
         try:
+            hint = unknown_tenant_hint(s, user) if user else None
+            if hint:  # nothing to consolidate: say why instead of a report of zeros
+                echo(hint, err=True)
+                if as_json:
+                    emit({"run_id": None, "tenants": {}, "skipped": hint}, True)
+                return
             result = run_nightly(user, as_of, dry_run, stage)
         except EngramError as exc:
             fail(exc)
@@ -53,6 +73,10 @@ def register(app: typer.Typer) -> None:
             return
         echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                        result["dry_run"], result["tenants"]))
+        changes = changes_markdown(result["tenants"])
+        if changes:
+            echo(changes)
+        echo(snapshot_line(result.get("snapshot")))
 
     @app.command()
     def explain(
@@ -62,11 +86,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print a fact's full history (every fact_event) and its sources."""
         from engram.query.explain import explain_fact, format_explanation
+        from engram.store.tenant import unknown_tenant_hint
 
         s = settings_or_exit()
         try:
             info = explain_fact(s, user, fact_id, read_only=True)
         except EngramError as exc:
+            hint = unknown_tenant_hint(s, user)
+            if hint:
+                echo(hint, err=True)
             fail(exc)
         emit(info if as_json else format_explanation(info), as_json)
 

@@ -15,8 +15,9 @@ from engram.text.terminal import echo
 # Commands that may create the store; every other command needing a store refuses a missing one.
 STORE_CREATORS = {"init", "ingest", "demo"}
 # Commands that open no store of the configured path, or handle a missing one themselves
-# (mcp serves add_memory, which creates the store like ingest; eval builds its own stores).
-NO_STORE_NEEDED = {"config", "mcp", "eval", "shard-of", "shards", "reshard"}
+# (mcp serves add_memory, which creates the store like ingest; eval builds its own stores; sql reads
+# only the read snapshot).
+NO_STORE_NEEDED = {"config", "mcp", "eval", "shard-of", "shards", "reshard", "sql"}
 
 
 def debug_enabled() -> bool:
@@ -47,6 +48,10 @@ def classify(exc: BaseException) -> tuple[str, int, str]:
 class GuardedGroup(TyperGroup):
     """The `engram` group: unexpected exceptions end the command with one line (traceback with --debug)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        hide_flag_metavars(self)
+
     def invoke(self, ctx: Any) -> Any:
         # the group callback runs after typer has taken the subcommand's arguments out of ctx
         ctx.meta["engram.args"] = [*getattr(ctx, "_protected_args", []), *ctx.args]
@@ -61,6 +66,15 @@ class GuardedGroup(TyperGroup):
             hint = "" if debug_enabled() else " (run with --debug for the traceback)"
             echo(f"error [{code}]: {cause}{hint}", err=True)
             raise typer.Exit(status) from None
+
+
+def hide_flag_metavars(command: Any) -> None:
+    """Show on/off options as flags in --help: typer 0.29 prints `--dry-run <bool>`, which reads as if it took a value."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and not getattr(param, "metavar", None):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        hide_flag_metavars(sub)
 
 
 def _is_control_flow(exc: BaseException) -> bool:

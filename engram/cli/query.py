@@ -34,6 +34,20 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         fail(exc)
 
 
+def _tenant_hint(user: str) -> None:
+    """After an empty answer: say so when the tenant has no episodes at all, and name the tenants there are."""
+    from engram.cli.app import fail, settings_or_exit
+    from engram.errors import EngramError
+    from engram.store.tenant import unknown_tenant_hint
+
+    try:
+        hint = unknown_tenant_hint(settings_or_exit(), user)
+    except EngramError as exc:
+        fail(exc)
+    if hint:
+        echo(hint, err=True)
+
+
 def search_cmd(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user: User,
@@ -61,6 +75,7 @@ def search_cmd(
         return
     if not hits:
         echo("no results")
+        _tenant_hint(user)
     for h in hits:
         echo(hit_line(h))
         if explain:

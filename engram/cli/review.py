@@ -35,6 +35,12 @@ def list_cmd(
         return
     if not rows:
         echo(f"no {status} reviews")
+        if user:
+            from engram.store.tenant import unknown_tenant_hint
+
+            hint = unknown_tenant_hint(s, user)
+            if hint:
+                echo(hint, err=True)
     for r in rows:
         echo(f"{r['id']}  {r['user_id']}  {r['kind']}  {r['status']}  attempts={r['attempts']}  {r['reason'] or ''}")
         if r["error"]:

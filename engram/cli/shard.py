@@ -55,11 +55,13 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Move tenants from ENGRAM_SHARDS shard files to --to files: copy, verify, then delete (resumable)."""
+        from engram.cli.progress import progress
         from engram.store.reshard import reshard
 
         s = settings_or_exit()
         try:
-            report = reshard(s, to, dry_run=dry_run)
+            with progress("resharding"):  # a pulsing bar in a terminal; one summary line when piped
+                report = reshard(s, to, dry_run=dry_run)
         except EngramError as exc:
             fail(exc)
         if as_json:

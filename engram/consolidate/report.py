@@ -8,7 +8,9 @@ from typing import Any
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
     "extract": ("new_episodes", "statements", "clusters", "extraction_queued", "facts_created"),
-    "confidence": ("reinforced", "supports", "contradictions", "penalised", "superseded"),
+    # against: episodes contradicting a fact (fact_sources 'contradicts'); contradictions: fact pairs
+    # queued for review; penalised: facts halved. `engram stats` shows the same three under these names.
+    "confidence": ("reinforced", "supports", "against", "contradictions", "penalised", "superseded"),
     "merge": ("candidate_pairs", "merges", "facts_merged", "queued"),
     "resolve": ("requests", "decided", "applied", "failed", "input_tokens", "output_tokens", "cost_usd", "mode"),
     "deprecate": ("deprecated",),
@@ -75,3 +77,45 @@ def run_report_markdown(run_id: str, as_of: datetime, dry_run: bool, results: di
         lines += [f"| {stage} | {_cell(stage, counts)} |" for stage, counts in stages.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def short(text: Any, width: int = 80) -> str:
+    """Text cut to `width` characters with an ellipsis, on one line."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _conf(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def change_rows(results: dict[str, Any], width: int = 80) -> list[dict[str, str]]:
+    """The run's fact changes as table rows: tenant, fact, shortened text, what happened, and why."""
+    rows = []
+    for tenant, stages in results.items():
+        for c in (stages.get("publish") or {}).get("changes", []) if isinstance(stages, dict) else []:
+            status = (f"{c.get('status_before') or '-'} -> {c.get('status_after') or '-'}"
+                      if c.get("status_before") != c.get("status_after") else (c.get("status_after") or "-"))
+            rows.append({
+                "tenant": tenant,
+                "fact": c["fact_id"],
+                "text": short(c.get("text"), width),
+                "event": c["action"],
+                "confidence": f"{_conf(c.get('confidence_before'))} -> {_conf(c.get('confidence_after'))}",
+                "status": status,
+                "reason": short(c.get("reason"), width),
+            })
+    return rows
+
+
+def changes_markdown(results: dict[str, Any], limit: int = 50, width: int = 60) -> str:
+    """The run's fact changes as a markdown table (the first `limit`), or '' when nothing changed."""
+    rows = change_rows(results, width)
+    if not rows:
+        return ""
+    cols = ("tenant", "fact", "text", "event", "confidence", "status", "reason")
+    lines = ["## changes", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(r[c].replace("|", "\\|") for c in cols) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"\n{len(rows) - limit} more change(s): engram sql \"select * from fact_history where run_id = ...\"")
+    return "\n".join(lines) + "\n"

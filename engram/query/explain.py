@@ -24,27 +24,47 @@ def explain_fact(settings: Settings, user_id: str, fact_id: str, read_only: bool
         }
 
 
-def format_explanation(info: dict[str, Any]) -> list[str]:
-    """Human-readable lines for `engram explain`."""
+def _when(value: Any) -> str:
+    return "-" if value is None else f"{value:%Y-%m-%d %H:%M}"
+
+
+def _conf(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_explanation(info: dict[str, Any], width: int = 70) -> list[str]:
+    """Human-readable lines for `engram explain`: the fact, its history as a table in time order, its sources."""
+    from engram.text.terminal import table_lines
+
     f = info["fact"]
     lines = [
-        f"fact {f['id']} [{f['status']}] confidence {f['confidence']:.4f} at {f['confidence_at']} "
-        f"(evidence {f['evidence_count']}, {f['claim_type']}/{f['category']})",
+        (f"fact {f['id']}  [{f['status']}]  confidence {f['confidence']:.3f} (as of {_when(f['confidence_at'])})  "
+         f"evidence {f['evidence_count']}  {f['claim_type']}/{f['category']}"),
         f"  {safe(f['text'])}",
     ]
     if f["merged_into_id"]:
         lines.append(f"  merged into {f['merged_into_id']}")
-    lines.append("history:")
-    for e in info["events"]:
-        before = "-" if e["confidence_before"] is None else f"{e['confidence_before']:.4f}"
-        after = "-" if e["confidence_after"] is None else f"{e['confidence_after']:.4f}"
-        related = f" (with {e['related_fact_id']})" if e["related_fact_id"] else ""
-        lines.append(f"  {e['created_at']} {e['action']:12} {before} -> {after} "
-                     f"{e['status_before'] or '-'} -> {e['status_after']}{related}: {e['reason']} [{e['run_id']}]")
-    lines.append("sources:")
+    lines += ["", "history (oldest first):"]
+    history = []
+    for e in info["events"]:  # already in time order (fact_events.seq)
+        status = e["status_after"] if e["status_before"] in (None, e["status_after"]) \
+            else f"{e['status_before']} -> {e['status_after']}"
+        reason = e["reason"] or ""
+        if e["related_fact_id"]:
+            reason = f"{reason} (with {e['related_fact_id']})"
+        history.append((_when(e["created_at"]), e["action"],
+                        f"{_conf(e['confidence_before'])} -> {_conf(e['confidence_after'])}", status, reason,
+                        e["run_id"]))
+    lines += ["  " + ln for ln in table_lines(["when", "event", "confidence", "status", "reason", "run"],
+                                              history, width)]
+    lines += ["", "sources:"]
+    sources = []
     for s in info["sources"]:
-        text = "(private)" if s["is_private"] else safe((s["content"] or "(archived)")[:120])
-        lines.append(f"  {s['relation']:14} {s['episode_id']} {s['created_at']} sim {s['similarity']:.3f}: {text}")
+        text = "(private)" if s["is_private"] else (s["content"] or "(archived)")
+        sim = "-" if s["similarity"] is None else f"{s['similarity']:.2f}"
+        sources.append((s["relation"], _when(s["created_at"]), s["episode_id"], sim, text))
+    lines += ["  " + ln for ln in table_lines(["relation", "said at", "episode", "similarity", "text"],
+                                              sources, width)]
     for m in info["merged_in"]:
-        lines.append(f"merged in: {m['id']} ({m['confidence']:.4f}) {safe(m['text'][:100])}")
+        lines.append(f"merged in: {m['id']} ({m['confidence']:.3f}) {safe(m['text'][:100])}")
     return lines

@@ -101,6 +101,18 @@ def query_arrow(con: Connection, name: str, **params: Any) -> pa.Table:
     return con.sql(sql(name), params=params or None).to_arrow_table()
 
 
+def query_batches(con: Connection, name: str, batch_size: int = 65_536, **params: Any) -> pa.RecordBatchReader:
+    """Run a named query and stream its rows as Arrow record batches (no full copy in memory)."""
+    return con.sql(sql(name), params=params or None).to_arrow_reader(batch_size)
+
+
+def run_analyst_query(con: Connection, text: str) -> pa.Table | None:
+    """An analyst's own SQL (`engram sql`), run as typed on a read-only snapshot; None for a statement
+    that returns no rows. The one place SQL does not come from sql/: the user wrote it."""
+    rel = con.sql(text)
+    return None if rel is None else rel.to_arrow_table()
+
+
 def rows(con: Connection, name: str, **params: Any) -> list[tuple]:
     """Run a named query and return its rows as tuples."""
     return con.execute(sql(name), params or None).fetchall()

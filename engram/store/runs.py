@@ -138,6 +138,7 @@ def run_steps(settings: Any, user_id: str, run_id: str, as_of: datetime,
         if not dry_run:  # a retry of this run that succeeds leaves no stale 'failed' row
             with db.open_store(settings) as con:
                 db.execute(con, "queries/clear_failed_stage", run_id=run_id, user_id=user_id, stage=stage)
+        log.info("stage %s done", stage, extra={"engram_stage": stage})  # the CLI's progress bar counts these
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -31,3 +32,28 @@ def echo(message: Any = "", err: bool = False) -> None:
     import typer  # lazily: engram.explain formats with safe() without needing the CLI
 
     typer.echo(safe(message, keep_layout=True), err=err)
+
+
+def cell(value: Any, width: int = 60) -> str:
+    """One table cell: escaped, on one line, cut to `width` characters with an ellipsis."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        text = "nan" if math.isnan(value) else f"{value:.4f}".rstrip("0").rstrip(".")
+    else:
+        text = safe(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table_lines(columns: list[str], rows: list[tuple | list], width: int = 60) -> list[str]:
+    """A plain text table: a header, a rule, one line per row; numbers right-aligned, text left-aligned."""
+    cells = [[cell(v, width) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool)
+                                  for r in rows if r[i] is not None) for i in range(len(columns))]
+
+    def line(values: list[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    return [line(list(columns)), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]

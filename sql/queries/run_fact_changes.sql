@@ -1,7 +1,8 @@
--- Returns what run $run_id changed for the tenant: one row per fact event (no memory text).
--- Params: $user_id, $run_id.
+-- Returns what run $run_id changed for the tenant: one row per fact event, with the fact's text
+-- ('(private)' for a private fact) so a run report says what changed. Params: $user_id, $run_id.
 select
     v.fact_id,
+    case when f.is_private then '(private)' else f.text end as text,
     v.action,
     round(v.confidence_before, 4) as confidence_before,
     round(v.confidence_after, 4) as confidence_after,
@@ -10,6 +11,9 @@ select
     v.related_fact_id,
     v.reason
 from fact_events as v
+left join facts as f
+    on f.user_id = v.user_id
+    and f.id = v.fact_id
 where v.user_id = $user_id
     and v.run_id = $run_id
-order by v.fact_id, v.action
+order by v.fact_id, v.seq

@@ -29,6 +29,7 @@ def demo_dir(tmp_path_factory) -> Path:
     proc = engram("demo", "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (cwd / "demo.json").write_text(proc.stdout)
+    (cwd / "demo.stderr").write_text(proc.stderr)
     return cwd
 
 
@@ -47,6 +48,12 @@ def test_demo_prints_a_report_facts_and_searches(demo_dir: Path) -> None:
     assert "green tea" in drink[0]["text"].lower()
     for hits in report["searches"].values():
         assert len({h["text"] for h in hits}) == len(hits)
+    # Prefect's INFO lines stay out of the terminal (issue 21): they are in engram's log file
+    stderr = (demo_dir / "demo.stderr").read_text()
+    assert "Finished in state" not in stderr and "Beginning flow run" not in stderr, stderr[-2000:]
+    assert "prefect.flow_runs: Beginning flow run" in (demo_dir / "data" / "engram.log").read_text()
+    # and the run published the read snapshot
+    assert report["run"]["snapshot"]["rows"]["facts"] >= 5
 
 
 def test_explain_shows_history_and_sources(demo_dir: Path) -> None:

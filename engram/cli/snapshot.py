@@ -1,0 +1,132 @@
+"""`engram snapshot` and `engram sql`: publish the read snapshot, and query it without touching the store."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from engram.text.terminal import echo, table_lines
+
+
+def _stdout() -> contextlib.AbstractContextManager[io.TextIOBase]:
+    """sys.stdout for the csv writer, left open."""
+    return contextlib.nullcontext(sys.stdout)
+
+
+def _json_value(value: Any) -> Any:
+    """JSON for what Arrow hands back: sums of integers arrive as Decimal (DuckDB's HUGEINT), dates as objects."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return str(value)
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the snapshot commands."""
+    from engram.cli.app import emit, fail, settings_or_exit
+    from engram.errors import EngramError, InvalidInput
+
+    @app.command()
+    def snapshot(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+        """Publish the read snapshot now (the nightly run does it after every run)."""
+        from engram.store import db
+        from engram.store.sharding import all_shard_settings
+        from engram.store.snapshot import publish_snapshot
+
+        s = settings_or_exit()
+        try:
+            for shard in all_shard_settings(s, existing_only=True):
+                with db.open_store(shard):  # an older store gets the current schema first
+                    pass
+            done = publish_snapshot(s)
+        except EngramError as exc:
+            fail(exc)
+        if as_json:
+            emit(done.to_dict(), True)
+            return
+        counts = ", ".join(f"{name} {n}" for name, n in done.rows.items())
+        echo(f"snapshot {done.snapshot_id} published in {done.seconds} s: {counts}")
+        echo(f"query it: engram sql \"select * from current_facts limit 10\"  (files: {done.path})")
+
+    @app.command()
+    def sql(
+        query: Annotated[str | None, typer.Argument(help="SQL over the snapshot's views (none: open a shell).")] = None,
+        fmt: Annotated[Format, typer.Option("--format", help="table | csv | json | parquet")] = Format.table,
+        out: Annotated[Path | None, typer.Option("--out", help="Write the result to this file.")] = None,
+        width: Annotated[int, typer.Option("--width", min=8, help="Cut table cells to this many characters.")] = 60,
+    ) -> None:
+        """Query the latest read snapshot (never the live store: no lock on either side)."""
+        from engram.store import db
+        from engram.store.snapshot import VIEWS_FILE, hold_snapshot, open_snapshot
+
+        s = settings_or_exit()
+        try:
+            if query is None:
+                with hold_snapshot(s) as path:
+                    shell = shutil.which("duckdb")
+                    if shell is None:
+                        echo(str(path.resolve() / VIEWS_FILE))
+                        echo(f"no duckdb CLI on PATH: open the file above read-only from its directory "
+                             f"(cd {path.resolve()} && duckdb -readonly {VIEWS_FILE}), or pass a query", err=True)
+                        return
+                    raise typer.Exit(subprocess.call([shell, "-readonly", VIEWS_FILE], cwd=path))
+            if fmt is Format.parquet and out is None:
+                raise InvalidInput("--out: --format parquet needs a file to write")
+            with open_snapshot(s) as con:
+                try:
+                    result = db.run_analyst_query(con, query)
+                except Exception as exc:
+                    if not db.is_driver_error(exc):
+                        raise
+                    raise InvalidInput(f"query: {str(exc).strip().splitlines()[0]}") from None
+        except EngramError as exc:
+            fail(exc)
+        if result is None:
+            echo("ok")
+            return
+        _write(result, fmt, out, width)
+
+    def _write(result: Any, fmt: Format, out: Path | None, width: int) -> None:
+        import pyarrow.parquet as pq
+
+        if fmt is Format.parquet:
+            pq.write_table(result, out)
+        elif fmt is Format.csv:  # the csv module quotes only values that need it (Arrow quotes every string)
+            with (open(out, "w", newline="", encoding="utf-8") if out else _stdout()) as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                writer.writerow(result.column_names)
+                writer.writerows(tuple(r.values()) for r in result.to_pylist())
+        elif fmt is Format.json:
+            text = json.dumps(result.to_pylist(), default=_json_value, indent=2)
+            if out:
+                out.write_text(text + "\n")
+            else:
+                typer.echo(text)
+        else:
+            rows = [tuple(r.values()) for r in result.to_pylist()]
+            lines = [*table_lines(result.column_names, rows, width), f"({len(rows)} row{'s' if len(rows) != 1 else ''})"]
+            if out:
+                out.write_text("\n".join(lines) + "\n")
+            else:
+                for line in lines:
+                    echo(line)
+        if out:
+            echo(f"wrote {result.num_rows} row(s) to {out}", err=True)

@@ -1,0 +1,251 @@
+"""The read snapshot: analyst-facing parquet plus a small DuckDB file of views, switched atomically.
+
+DuckDB lets one process write a file and locks out every other process, readers included. So the
+nightly run (and `engram snapshot`) copies what analysts ask about into a new directory, and readers
+(`engram sql`, the duckdb CLI) open that instead of the store: they never block the run, nor it them.
+
+Layout under `snapshot_root` (ENGRAM_SNAPSHOT_DIR, default `snapshots/` beside the store):
+
+    current                      the name of the latest snapshot (replaced atomically by rename)
+    snap-<time>-<pid>/           one snapshot: snapshot.duckdb (views) + <view>/shard-<k>.parquet,
+                                 archive -> the archive root, archive_stub/ (typed empty files)
+
+A snapshot is kept while it is one of the newest `snapshot_keep` (default 2: the current one and the
+one a reader may have opened just before the switch), and after that as long as an `engram sql`
+reader holds its `readers.lock` (shared flock). The duckdb CLI takes no such lock: a shell left
+open on a snapshot works until the next-but-one publish (a day of nightly runs).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from engram.errors import EngramError
+from engram.store import db
+
+log = logging.getLogger(__name__)
+
+POINTER = "current"
+VIEWS_FILE = "snapshot.duckdb"
+READERS_LOCK = "readers.lock"
+# directory in the snapshot -> (the named query that fills it, its params); one parquet file per shard
+EXPORTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "facts": ("snapshot/export_facts", ("user_id", "include_private", "now", "decay_rate")),
+    "fact_sources": ("snapshot/export_fact_sources", ("user_id", "include_private")),
+    "fact_history": ("snapshot/export_fact_history", ("user_id", "include_private")),
+    "episodes": ("snapshot/export_episodes", ("user_id", "include_private")),
+    "runs": ("snapshot/export_runs", ("user_id",)),
+    "llm_reviews": ("snapshot/export_llm_reviews", ("user_id", "include_private")),
+    "archive_manifest": ("snapshot/export_archive_exports", ("user_id",)),
+    "archive_restored": ("snapshot/export_archive_restored", ("user_id",)),
+}
+STUBS: dict[str, str] = {t: f"snapshot/archive_stub_{t}" for t in ("facts", "episodes", "fact_sources")}
+STALE_TMP_S = 3600.0  # a half-written snapshot older than this was left by a crashed publish
+
+
+class NoSnapshot(EngramError):
+    """No read snapshot has been published yet."""
+
+    code = "no_snapshot"
+
+
+@dataclass(frozen=True)
+class Published:
+    """What publish_snapshot wrote."""
+
+    snapshot_id: str
+    path: Path
+    rows: dict[str, int]
+    removed: list[str]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"snapshot_id": self.snapshot_id, "path": str(self.path), "rows": self.rows,
+                "removed": self.removed, "seconds": self.seconds}
+
+
+def snapshot_root(settings: Any) -> Path:
+    """Where snapshots live: ENGRAM_SNAPSHOT_DIR, else `snapshots/` beside the store."""
+    return Path(settings.snapshot_dir) if settings.snapshot_dir else Path(settings.db_path).parent / "snapshots"
+
+
+def current_snapshot(settings: Any) -> Path | None:
+    """The directory of the latest published snapshot, or None."""
+    root = snapshot_root(settings)
+    try:
+        name = (root / POINTER).read_text().strip()
+    except FileNotFoundError:
+        return None
+    path = root / name
+    return path if name and (path / VIEWS_FILE).is_file() else None
+
+
+def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | None = None) -> Published:
+    """Export the analyst views of every store file to a new snapshot, switch `current` to it, prune."""
+    from engram.store.sharding import all_shard_settings
+
+    started = time.monotonic()
+    now = now or datetime.now()
+    root = snapshot_root(settings)
+    root.mkdir(parents=True, exist_ok=True)
+    snapshot_id = f"snap-{now:%Y%m%dT%H%M%S%f}-{os.getpid()}"
+    tmp = root / f".tmp-{snapshot_id}"
+    tmp.mkdir()
+    try:
+        rows = {name: 0 for name in EXPORTS}
+        shards = all_shard_settings(settings, existing_only=True)
+        values = {"user_id": None, "include_private": settings.snapshot_include_private, "now": now,
+                  "decay_rate": settings.decay_rate}  # user_id None: every tenant of the store file
+        for k, shard in enumerate(shards):
+            with db.open_reader(shard) as con:  # read-only (or the database this process holds open)
+                for name, (query, names) in EXPORTS.items():
+                    batches = db.query_batches(con, query, **{n: values[n] for n in names})
+                    rows[name] += _write_parquet(batches, tmp / name / f"shard-{k}.parquet")
+                if k == 0:
+                    for table, query in STUBS.items():
+                        _write_parquet(db.query_batches(con, query, user_id=""), tmp / "archive_stub" / f"{table}.parquet")
+        archive = Path(settings.archive_dir).resolve()
+        os.symlink(archive, tmp / "archive", target_is_directory=True)  # the views read it relative to the snapshot
+        (tmp / READERS_LOCK).touch()
+        with db.connect(tmp / VIEWS_FILE) as vcon:
+            db.execute(vcon, "snapshot/search_path", dir=str(tmp.resolve()))
+            db.execute(vcon, "snapshot/create_info")
+            db.execute(vcon, "snapshot/insert_info", snapshot_id=snapshot_id, created_at=now, run_id=run_id,
+                       store=str(Path(settings.db_path).resolve()), archive_dir=str(archive),
+                       include_private=settings.snapshot_include_private, shards=len(shards))
+            vcon.execute(db.sql("snapshot/views"))  # DDL only, no params: relative paths, bound in tmp
+        final = root / snapshot_id
+        tmp.rename(final)
+        _switch(root, snapshot_id)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    removed = prune(settings)
+    seconds = round(time.monotonic() - started, 3)
+    log.info("published snapshot %s: %d rows in %.3f s, %d old snapshot(s) removed", snapshot_id,
+             sum(rows.values()), seconds, len(removed))
+    return Published(snapshot_id, final, rows, removed, seconds)
+
+
+def _write_parquet(reader: Any, path: Path) -> int:
+    """Stream record batches into one zstd parquet file (written even when empty: the views need it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with pq.ParquetWriter(path, reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            n += batch.num_rows
+    return n
+
+
+def _switch(root: Path, snapshot_id: str) -> None:
+    """Point `current` at the snapshot: write a temporary file, fsync, rename over (atomic on POSIX)."""
+    tmp = root / f".{POINTER}.{os.getpid()}"
+    with open(tmp, "w") as fh:
+        fh.write(snapshot_id + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, root / POINTER)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def prune(settings: Any) -> list[str]:
+    """Remove snapshots beyond the newest `snapshot_keep` that no `engram sql` reader holds; returns their names."""
+    root = snapshot_root(settings)
+    current = current_snapshot(settings)
+    snaps = sorted((p for p in root.glob("snap-*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+    removed: list[str] = []
+    for path in snaps[settings.snapshot_keep:]:
+        if current is not None and path.name == current.name:
+            continue
+        if _remove_unless_read(path):
+            removed.append(path.name)
+    for tmp in root.glob(".tmp-snap-*"):
+        if time.time() - tmp.stat().st_mtime > STALE_TMP_S:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return removed
+
+
+def _remove_unless_read(path: Path) -> bool:
+    """Delete a snapshot directory unless a reader holds its lock (shared flock) right now."""
+    try:
+        fd = os.open(path / READERS_LOCK, os.O_RDWR)
+    except FileNotFoundError:
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        shutil.rmtree(path, ignore_errors=True)  # still holding the lock: no reader can come in
+        return True
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def hold_snapshot(settings: Any) -> Iterator[Path]:
+    """The latest snapshot's directory, held (shared lock) against pruning until the block ends."""
+    for _ in range(3):  # a publish may prune the snapshot between reading `current` and locking it
+        path = current_snapshot(settings)
+        if path is None:
+            raise NoSnapshot(f"no read snapshot under {snapshot_root(settings)} yet: run `engram snapshot` "
+                             "(the nightly run publishes one after each run)")
+        try:
+            fd = os.open(path / READERS_LOCK, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if not (path / VIEWS_FILE).is_file():
+                continue
+            yield path
+            return
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+    raise NoSnapshot(f"the snapshot under {snapshot_root(settings)} kept changing while opening it; try again")
+
+
+@contextmanager
+def open_snapshot(settings: Any) -> Iterator[db.Connection]:
+    """A read-only connection to the latest snapshot (relative paths resolve in its directory), held while open."""
+    with hold_snapshot(settings) as path, db.connect(path / VIEWS_FILE, read_only=True,
+                                                     lock_timeout_s=settings.lock_timeout_s) as con:
+        db.execute(con, "snapshot/search_path", dir=str(path.resolve()))
+        yield con
+
+def publish_after_run(settings: Any, run_id: str, dry_run: bool, results: dict[str, Any]) -> dict[str, Any]:
+    """The nightly run's last step: publish a snapshot when the run wrote and every tenant succeeded.
+
+    A failed tenant keeps the previous snapshot (what analysts see is always a finished run); a
+    failure to publish is reported, never undoes the run (the store is already committed).
+    """
+    failed = sorted(t for t, r in results.items() if isinstance(r, dict) and isinstance(r.get("failed"), str))
+    if dry_run:
+        return {"skipped": "dry run"}
+    if failed:
+        return {"skipped": f"{len(failed)} tenant(s) failed; the previous snapshot stays current"}
+    try:
+        return publish_snapshot(settings, run_id=run_id).to_dict()
+    except Exception as exc:  # noqa: BLE001 - reported in the run's result and log; the next run retries
+        from engram.store.runs import error_text
+
+        log.error("publishing the read snapshot failed: %s", error_text(exc))
+        return {"failed": error_text(exc)}
