@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,12 +10,16 @@ import pytest
 from engram.settings import Settings, load_settings
 from engram.store import db
 
+# Tests run on every core (xdist) and start Prefect's ephemeral server in CLI subprocesses: give it
+# longer than the 20 s default on a loaded machine (inherited by every subprocess).
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
 
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings on a fresh store in tmp_path, hash embedder, no LLM; a developer's .env never leaks."""
     monkeypatch.chdir(tmp_path)
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("ENGRAM_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("ENGRAM_DB_PATH", str(tmp_path / "engram.duckdb"))

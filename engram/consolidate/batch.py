@@ -36,10 +36,10 @@ from engram.consolidate.resolve import (
     Outcome,
     _failure,
     _shares,
-    _subject_problem,
     apply_decisions,
     load_facts,
     record_outcomes,
+    split_stale,
 )
 from engram.consolidate.review_prompts import (
     KINDS,
@@ -116,14 +116,7 @@ def tenant_items(con: db.Connection, settings: Settings, user_id: str, run_id: s
     cases = [Case(r[0], r[1], tuple(r[2]), r[3], r[4], r[5]) for r in rows]
     review_cases = [c for c in cases if c.kind in KINDS]
     facts = load_facts(con, user_id, {f for c in review_cases for f in c.subject_ids}, now, settings.decay_rate)
-    stale: list[Outcome] = []
-    live: list[Case] = []
-    for case in review_cases:
-        problem = _subject_problem(case, facts)
-        if problem:
-            stale.append(_failure(case, problem, CallMeta(settings.llm_model), final=True))
-        else:
-            live.append(case)
+    stale, live = split_stale(review_cases, facts, settings.llm_model)
     items: list[Item] = []
     for kind in KINDS:
         for req in build_requests(kind, [c for c in live if c.kind == kind], facts, settings.llm_max_prompt_tokens):

@@ -134,6 +134,19 @@ def _subject_problem(case: Case, facts: dict[str, SubjectFact]) -> str | None:
 # ------------------------------------------------------------------ the stage
 
 
+def split_stale(cases: list[Case], facts: dict[str, SubjectFact], model: str) -> tuple[list[Outcome], list[Case]]:
+    """Cases whose subjects changed or vanished since queueing (final failures) and the live rest."""
+    stale: list[Outcome] = []
+    live: list[Case] = []
+    for case in cases:
+        problem = _subject_problem(case, facts)
+        if problem:
+            stale.append(_failure(case, problem, CallMeta(model), final=True))
+        else:
+            live.append(case)
+    return stale, live
+
+
 def _zero() -> dict[str, Any]:
     return {"requests": 0, "decided": 0, "applied": 0, "failed": 0, "input_tokens": 0, "output_tokens": 0,
             "cost_usd": 0.0, "skipped_budget": 0, "skipped_unavailable": 0}
@@ -155,15 +168,8 @@ def resolve_pending(settings: Settings, llm: LLM | None, user_id: str, run_id: s
     if not cases:
         return counts
 
-    outcomes: list[Outcome] = []
     ready: list[tuple[Case, Decision, CallMeta]] = []
-    live: list[Case] = []
-    for case in cases:
-        problem = _subject_problem(case, facts)
-        if problem:
-            outcomes.append(_failure(case, problem, CallMeta(llm.model), final=True))
-        else:
-            live.append(case)
+    outcomes, live = split_stale(cases, facts, llm.model)
     usage = Usage()
     provider_down = False
     for kind in kinds:

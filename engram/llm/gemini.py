@@ -6,6 +6,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import httpx
 from google import genai
@@ -29,6 +30,7 @@ from engram.llm.base import (
 from engram.settings import Settings
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")  # what a retried call returns
 
 # USD per 1M tokens (input, output; thinking tokens bill as output), Gemini API paid tier,
 # prompts <= 200k tokens. An estimate for reports, not an invoice: check the price page.
@@ -101,15 +103,26 @@ class GeminiLLM:
             response_schema=schema,
             temperature=self.temperature,
         )
+        timing: dict[str, float] = {}
+
+        def call() -> types.GenerateContentResponse:
+            timing["t0"] = time.perf_counter()  # the latency of the attempt that answered
+            return self._client.models.generate_content(model=self.model, contents=prompt, config=config)
+
+        response = self._with_retries(call, "request")
+        t0 = timing["t0"]
+        latency_ms = (time.perf_counter() - t0) * 1000
+        return self._reply(prompt, schema, response, latency_ms)
+
+    def _with_retries(self, fn: Callable[[], R], what: str) -> R:
+        """fn() with this class's retries on 429/5xx/timeouts; LLMUnavailable when refused or out of retries."""
         attempt = 0
         while True:
-            t0 = time.perf_counter()
             try:
-                response = self._client.models.generate_content(model=self.model, contents=prompt, config=config)
-                break
+                return fn()
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
                 if isinstance(exc, genai_errors.APIError) and not _retryable(exc):
-                    raise LLMUnavailable(f"gemini refused the request: HTTP {exc.code} {exc.status}") from exc
+                    raise LLMUnavailable(f"gemini refused the {what}: HTTP {exc.code} {exc.status}") from exc
                 if not _retryable(exc):
                     raise
                 if attempt >= self.retries:
@@ -120,8 +133,6 @@ class GeminiLLM:
                 log.info("gemini attempt %d failed (%s); retrying in %.2fs", attempt + 1, type(exc).__name__, delay)
                 self._sleep(delay)
                 attempt += 1
-        latency_ms = (time.perf_counter() - t0) * 1000
-        return self._reply(prompt, schema, response, latency_ms)
 
     def _reply(self, prompt: str, schema: type[BaseModel], response: types.GenerateContentResponse,
                latency_ms: float, price_factor: float = 1.0, hashed: str | None = None) -> LLMReply:
@@ -165,9 +176,9 @@ class GeminiBatch(GeminiLLM):
             )
             for r in requests
         ]
-        job = self._call(lambda: self._client.batches.create(
+        job = self._with_retries(lambda: self._client.batches.create(
             model=self.model, src=types.BatchJobSource(inlined_requests=inlined),
-            config=types.CreateBatchJobConfig(display_name=display_name[:120])))
+            config=types.CreateBatchJobConfig(display_name=display_name[:120])), "batch call")
         if not job.name:
             raise LLMUnavailable("gemini created a batch job without a name")
         return job.name
@@ -175,7 +186,7 @@ class GeminiBatch(GeminiLLM):
     def poll(self, job_name: str, schemas: dict[str, type[BaseModel]]) -> BatchStatus:
         """The job's state and, once it succeeded, each item's reply (LLMBadReply for an unusable one)."""
         try:
-            job = self._call(lambda: self._client.batches.get(name=job_name))
+            job = self._with_retries(lambda: self._client.batches.get(name=job_name), "batch call")
         except LLMUnavailable as exc:
             if isinstance(exc.__cause__, genai_errors.APIError) and exc.__cause__.code == 404:
                 return BatchStatus("JOB_STATE_NOT_FOUND", error="the provider does not know this job")
@@ -200,20 +211,3 @@ class GeminiBatch(GeminiLLM):
             except LLMError as exc:
                 status.replies[key] = exc
         return status
-
-    def _call(self, fn: Callable[[], types.BatchJob]) -> types.BatchJob:
-        """One batches call with this class's retries on 429/5xx/timeouts."""
-        attempt = 0
-        while True:
-            try:
-                return fn()
-            except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
-                if isinstance(exc, genai_errors.APIError) and not _retryable(exc):
-                    raise LLMUnavailable(f"gemini refused the batch call: HTTP {exc.code} {exc.status}") from exc
-                if not _retryable(exc):
-                    raise
-                if attempt >= self.retries:
-                    raise LLMUnavailable(
-                        f"gemini did not answer after {attempt + 1} attempt(s): {type(exc).__name__}") from exc
-                self._sleep(self.backoff_s * (2 ** attempt) * (0.5 + random.random()))
-                attempt += 1
