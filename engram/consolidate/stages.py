@@ -605,13 +605,16 @@ def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:
 
 
 def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
-    """Stage 8: embed facts whose text changed; the run's changes for the report."""
+    """Stage 8: embed facts whose text changed; write the tenant's on-disk search indexes; the run's changes."""
     from engram.embed.queue import drain
+    from engram.query import persisted
 
     embedded = 0 if ctx.dry_run else drain(ctx.settings, embedder, "facts", ctx.user_id)
     with db.open_store(ctx.settings) as con:
         changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
-    return {"facts_embedded": embedded, "changes": changes.to_dicts()}
+        indexes = ({} if ctx.dry_run or not ctx.settings.search_index else
+                   persisted.write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id))
+    return {"facts_embedded": embedded, "indexes": indexes, "changes": changes.to_dicts()}
 
 
 def run_tenant(

@@ -21,7 +21,8 @@ from engram.query.common import (
     require_text,
     utcnow,
 )
-from engram.query.vector_index import CACHE, TableIndex
+from engram.query.persisted import table_index
+from engram.query.vector_index import TableIndex
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
@@ -157,7 +158,7 @@ def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
     limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
 ) -> list[Hit]:
-    index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+    index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim)
     return search_table(con, settings, index, query, qvec, limit, f, method, also)
 
 
@@ -308,7 +309,7 @@ def _rank(
     order = np.argsort(-score, kind="stable")
     hits: list[Hit] = []
     # vectors of the hits so far (row k belongs to hits[owner[k]]), compared at once with each candidate
-    kept_mat = np.empty((len(order), index.matrix.shape[1] if index.matrix.ndim == 2 else 0), dtype=np.float32)
+    kept_mat = np.empty((len(order), index.dim), dtype=np.float32)
     owner: list[int] = []
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
     scanned_past_limit = 0
@@ -323,7 +324,7 @@ def _rank(
                 break
         row = kept[ids[j]]
         vr = index.vec_row[pos[j]]
-        vec = index.matrix[vr] if vr >= 0 else None
+        vec = index.vectors(np.array([vr]))[0] if vr >= 0 else None
         chash = row.get("content_hash") or content_hash(row["text"])
         row["content_hash"] = chash
         if chash in kept_hashes:
