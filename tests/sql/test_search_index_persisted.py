@@ -178,3 +178,32 @@ def test_a_reader_keeps_its_generation_while_a_new_one_is_switched_in(settings, 
     assert first.lexical_scores("garden").shape == (30,)
     second = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
     assert second.gen is not first.gen and second.n == 35 and second.delta.n == 0
+
+
+def _pair_set(space, query, threshold, ids):
+    qi, fr, sim = space.pairs(query, threshold)
+    return {(int(q), ids[int(f)]): round(float(s), 4) for q, f, s in zip(qi, fr, sim, strict=True)}
+
+
+def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, con, ann, monkeypatch):
+    from engram.consolidate import neighbours
+
+    monkeypatch.setattr(neighbours, "GRAPH_K", 4)  # small: dense neighbourhoods take the exact path too
+    seed_facts(settings, con, _facts(80))
+    _publish(settings, con)
+    seed_facts(settings, con, _facts(10, start=500))  # the delta
+    con.execute("delete from facts where id = 'u1_f3'")
+    con.execute("update facts set status = 'merged_into', merged_into_id = 'u1_f5' where id = 'u1_f4'")
+    seed_facts(settings, con, _facts(20, user="u2"))
+    emb = HashEmbedder(settings.embed_dim)
+    indexed_rows, indexed = neighbours.load_facts(settings, con, "u1", emb.model, emb.dim)
+    exact_rows, exact = neighbours.load_facts(settings.model_copy(update={"search_index": False}), con, "u1",
+                                              emb.model, emb.dim)
+    assert indexed.index is not None and exact.exact is not None
+    ids = indexed_rows["id"].to_pylist()
+    assert ids == exact_rows["id"].to_pylist() and len(ids) == 88
+    np.testing.assert_allclose(indexed.vectors(np.arange(len(ids))), exact.exact, rtol=1e-6)
+    query = emb.embed(["garden tea cat", "piano winter river number 7", "Oslo sister museum"] + ids[:0])
+    query = np.vstack([query, exact.exact[::9]])
+    for threshold in (0.2, 0.5, 0.9):
+        assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
