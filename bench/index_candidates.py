@@ -76,9 +76,10 @@ def build(lib: str, size: int, n_queries: int) -> dict:
         index.save_index(str(out / "index.hnswlib"))
     elif lib == "numpy-csr":
         from engram.query.lexical import tokenize
-        from engram.query.persisted import write_bm25
+        from engram.query.persisted import postings
 
-        write_bm25(out, [tokenize(t) for t in texts])
+        for key, array in postings([tokenize(t) for t in texts]).items():
+            np.save(out / f"{key}.npy", array)
     elif lib == "bm25s":
         import bm25s
 
@@ -86,8 +87,7 @@ def build(lib: str, size: int, n_queries: int) -> dict:
 
         retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
         toks = [tokenize(t) for t in texts]
-        retriever.index(bm25s.tokenization.convert_tokenized_to_string_list(toks) if False else _bm25s_tokens(toks),
-                        show_progress=False)
+        retriever.index(_bm25s_tokens(toks), show_progress=False)
         retriever.save(str(out / "bm25s"))
     elif lib == "tantivy":
         import tantivy
@@ -139,9 +139,10 @@ def query(lib: str, size: int, n_queries: int) -> dict:
         index.load_index(str(out / "index.hnswlib"))
         index.set_ef(64)
     elif lib == "numpy-csr":
-        from engram.query.persisted import DiskBM25
+        from engram.query.persisted import Postings
 
-        index = DiskBM25(out)
+        index = Postings({k: np.load(out / f"{k}.npy", mmap_mode="r") for k in
+                          ("bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths")})
     elif lib == "bm25s":
         import bm25s
 
@@ -178,18 +179,19 @@ def query(lib: str, size: int, n_queries: int) -> dict:
         else:
             text = qtexts[i % len(qtexts)]
             if lib == "numpy-csr":
-                scores = index.score(tokenize(text))
+                from engram.query.persisted import bm25_scores
+
+                scores = bm25_scores([index], tokenize(text), [None])[0]
                 top = np.argpartition(-scores, 40)[:40]
             elif lib == "bm25s":
                 import bm25s
 
-                toks = [w for w in tokenize(text) if w in index.vocab_dict] or ["zzz"]
-                if toks == ["zzz"]:
-                    top = []
-                else:
-                    index.get_scores(toks)
+                toks = [index.vocab_dict[w] for w in tokenize(text) if w in index.vocab_dict]
+                if toks:
+                    scores = index.get_scores(toks)
+                    top = np.argpartition(-scores, 40)[:40]
             else:
-                toks = " ".join(w for w in text.lower().split() if w.isalnum()) or "zzz"
+                toks = " ".join(w for w in text.lower().split() if w.isalnum() and w not in ("and", "or", "not")) or "zzz"
                 top = searcher.search(index.parse_query(toks, ["text"]), 40).hits
         times.append((time.perf_counter() - t) * 1000)
         if lib in VECTOR and lib != "exact":

@@ -46,12 +46,12 @@ FORMAT = 1
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
 ANN_CONNECTIVITY = 16
-ANN_EXPANSION_ADD = 128
-ANN_EXPANSION_SEARCH = 64
-ANN_RESCORE = 64      # graph candidates rescored exactly per query, at least
+ANN_EXPANSION_ADD = 64    # 16/64/128: recall@10 .993 at 100k real vectors, 2x faster to build than 128 (bench/SEARCH.md)
+ANN_EXPANSION_SEARCH = 128
+ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
-          "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths")
+          "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", "text_data", "text_offsets")
 
 
 class IndexUnusable(StoreError):
@@ -111,15 +111,21 @@ class Postings:
         return np.asarray(self.docs[lo:hi]), np.asarray(self.tfs[lo:hi])
 
 
-def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None]) -> list[np.ndarray]:
+def bm25_norms(parts: list[Postings]) -> list[np.ndarray]:
+    """Each document's length normalisation k1 (1 - b + b len / avg len) over the postings read as one corpus."""
+    total = sum(p.total_length for p in parts)
+    avg = total / max(sum(p.n for p in parts), 1) if total else 1.0
+    return [(K1 * (1 - B + B * np.asarray(p.lengths) / avg)).astype(np.float32) for p in parts]
+
+
+def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
+                norms: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """Okapi BM25 (as lexical.BM25) over several postings read as one corpus; dead docs score 0 and are
     left out of the document count (their term counts stay: a small, temporary idf drift until the next
     publish)."""
     n = sum(p.n for p in parts) - sum(int(d.sum()) for d in dead if d is not None)
-    total = sum(p.total_length for p in parts)
-    avg = total / max(sum(p.n for p in parts), 1) if total else 1.0
     out = [np.zeros(p.n, dtype=np.float32) for p in parts]
-    norms = [(K1 * (1 - B + B * np.asarray(p.lengths) / avg)).astype(np.float32) for p in parts] if parts else []
+    norms = norms if norms is not None else bm25_norms(parts)
     for term in set(query_tokens):
         hits = [p.hit(term) for p in parts]
         df = sum(len(ids) for ids, _ in hits)
@@ -171,6 +177,10 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
     pending = np.flatnonzero(index.vec_row < 0)
     arrays["pending"] = arrays["ids"][pending] if len(pending) else np.zeros(0, "U1")
     arrays |= postings([tokenize(t) for t in index.texts or []])
+    encoded = [t.encode("utf-8") for t in index.texts or []]
+    arrays["text_offsets"] = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(b) for b in encoded], out=arrays["text_offsets"][1:])
+    arrays["text_data"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     n_vec = int(index.matrix.shape[0])
     target = index_dir(settings, user_id, table, model, dim)
     target.mkdir(parents=True, exist_ok=True)
@@ -248,7 +258,9 @@ class Generation:
             if actual != size:
                 raise IndexUnusable(f"{table} index: torn ({fname} is {actual} bytes, manifest says {size})")
         try:
-            self.arrays = {k: np.load(path / f"{k}.npy", mmap_mode="r", allow_pickle=False) for k in ARRAYS}
+            # plain ndarray views of the maps: np.memmap's Python-level indexing is slow per call
+            self.arrays = {k: np.asarray(np.load(path / f"{k}.npy", mmap_mode="r", allow_pickle=False))
+                           for k in ARRAYS}
         except (OSError, ValueError) as exc:
             raise IndexUnusable(f"{table} index: unreadable arrays ({type(exc).__name__})") from None
         n = len(self.arrays["rowids"])
@@ -266,6 +278,7 @@ class Generation:
                 raise IndexUnusable(f"{table} index: unreadable ANN graph ({type(exc).__name__})") from None
             if self.ann is None or len(self.ann) != manifest["vectors"]:
                 raise IndexUnusable(f"{table} index: torn (ANN graph size)")
+            self.ann.expansion_search = ANN_EXPANSION_SEARCH  # not kept in the file
         self.postings = Postings(self.arrays)
 
     def positions_of(self, ids: Sequence[str]) -> np.ndarray:
@@ -339,6 +352,7 @@ class PersistedTableIndex(TableIndex):
     """
 
     missing_ok = True
+    stores_text = True   # candidates.fetch takes each row's (immutable) text from here, not the store
 
     def __init__(self, gen: Generation, delta: TableIndex, signature: tuple, key: tuple) -> None:
         a = gen.arrays
@@ -363,10 +377,35 @@ class PersistedTableIndex(TableIndex):
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
         self._delta_postings = Postings(postings([tokenize(t) for t in delta.texts or []]))
+        self._norms = bm25_norms([gen.postings, self._delta_postings])
 
     @property
     def dim(self) -> int:
         return int(self.gen.manifest["dim"])
+
+    def text(self, r: int) -> str:
+        """The searchable text of row r (an episode's is "role: content")."""
+        if r < self.nb:
+            off = self.gen.arrays["text_offsets"]
+            return bytes(self.gen.arrays["text_data"][int(off[r]):int(off[r + 1])]).decode("utf-8")
+        return (self.delta.texts or [])[r - self.nb]
+
+    def candidate_text(self, r: int, role: str | None = None) -> str:
+        """Row r's text as the candidate queries return it (an episode's content, without "role: ")."""
+        text = self.text(r)
+        if self.table == "episodes" and role is not None and text.startswith(f"{role}: "):
+            return text[len(role) + 2:]
+        return text
+
+    def positions(self, ids: list[str]) -> np.ndarray:
+        """Row positions of ids (-1 where absent), in one search of the generation's sorted ids."""
+        out = self.gen.positions_of(ids)
+        out[(out >= 0) & self.dead[np.maximum(out, 0)]] = -1
+        for k, i in enumerate(ids):
+            p = self.pos.delta.get(i)
+            if p is not None:
+                out[k] = p
+        return out
 
     @property
     def n_vectors(self) -> int:
@@ -433,7 +472,8 @@ class PersistedTableIndex(TableIndex):
         return np.sort(top[~self.dead_vec[top]])
 
     def lexical_scores(self, query: str, context: float = 0.0) -> np.ndarray:
-        base, delta = bm25_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None])
+        base, delta = bm25_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
+                                  self._norms)
         scores = np.concatenate([base, delta])
         if context > 0 and scores.size:
             prev, nxt = self.prev, self.next

@@ -63,6 +63,10 @@ class TableIndex:
         """Rows with a vector of the active embedder."""
         return int(self.matrix.shape[0])
 
+    def positions(self, ids: list[str]) -> np.ndarray:
+        """Row positions of ids (-1 where absent)."""
+        return np.array([self.pos.get(i, -1) for i in ids], dtype=np.int64)
+
     def vectors(self, vrows: np.ndarray) -> np.ndarray:
         """float32 vectors of the given vector rows (values of vec_row)."""
         return self.matrix[vrows]
