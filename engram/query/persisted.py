@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from engram.errors import StoreError
 from engram.query.lexical import tokenize
-from engram.query.vector_index import TableIndex, build_index
+from engram.query.vector_index import TableIndex, build_index, index_of_rows
 from engram.store import db
 
 log = logging.getLogger(__name__)
@@ -560,9 +561,18 @@ class PersistedCache:
 def _delta(con: db.Connection, gen: Generation, table: str, user_id: str, model: str, dim: int,
            signature: tuple) -> TableIndex:
     """The rows the generation does not cover: stored after it (rowid above its max), or unembedded then."""
+    max_rowid = gen.manifest["max_rowid"]
+    params = {"user_id": user_id, "model": model, "dim": dim}
+    rows = db.query_arrow(con, f"queries/query_index_delta_{table}", **params,
+                          max_rowid=-1 if max_rowid is None else max_rowid)
     pending = [str(x) for x in gen.arrays["pending"]]
-    return build_index(con, table, user_id, model, dim, signature, query=f"queries/query_index_delta_{table}",
-                       max_rowid=gen.manifest["max_rowid"], pending=pending)
+    if pending:  # a separate, rarer query: an id list in the same filter would make DuckDB read every row
+        earlier = db.query_arrow(con, f"queries/query_index_pending_{table}", **params, pending=pending)
+        # an update can move a row to a new rowid: then it is in both sets, and counts once
+        moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
+        earlier = earlier.filter(pa.array(~moved))
+        rows = pa.concat_tables([earlier, rows.cast(earlier.schema)])
+    return index_of_rows(rows, table, dim, signature)
 
 
 PERSISTED = PersistedCache()

@@ -175,6 +175,11 @@ def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: i
     """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows)."""
     arrow = db.query_arrow(con, query or f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim,
                            **params)
+    return index_of_rows(arrow, table, dim, signature, key)
+
+
+def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: tuple = ()) -> TableIndex:
+    """A TableIndex of rows read with the columns of the query_index_* queries."""
     ids = arrow.column("id").to_pylist()
     rowids = arrow.column("row_id").to_numpy().astype(np.int64)
     sessions = arrow.column("session_id").to_pylist()

@@ -1,7 +1,7 @@
--- Returns the tenant's episodes an on-disk index generation does not cover (same columns and order as
--- query_index_episodes): stored after it (rowid above its $max_rowid; an update that moves a row
--- gives it a new rowid), or listed as unembedded when it was written (they may have a vector now).
--- Params: $user_id, $model, $dim, $max_rowid (null = all rows), $pending (ids).
+-- Returns the tenant's episodes stored after an on-disk index generation (rowid above its $max_rowid; an
+-- update that moves a row gives it a new rowid), same columns and order as query_index_episodes. A plain
+-- rowid comparison, so DuckDB skips the older row groups instead of reading their vectors.
+-- Params: $user_id, $model, $dim, $max_rowid (-1 = all rows).
 select
     e.rowid as row_id,
     e.id,
@@ -12,9 +12,5 @@ select
     end as embedding
 from episodes as e
 where e.user_id = $user_id
-    and (
-        $max_rowid::bigint is null
-        or e.rowid > $max_rowid::bigint
-        or e.id in (select unnest($pending::varchar[]))
-    )
+    and e.rowid > $max_rowid::bigint
 order by e.session_id nulls last, e.created_at, e.id

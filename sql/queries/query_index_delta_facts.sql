@@ -1,7 +1,7 @@
--- Returns the tenant's facts an on-disk index generation does not cover (same columns and order as
--- query_index_facts): stored after it (rowid above its $max_rowid; an update that moves a row gives
--- it a new rowid), or listed as unembedded when it was written (they may have a vector now).
--- Params: $user_id, $model, $dim, $max_rowid (null = all rows), $pending (ids).
+-- Returns the tenant's facts stored after an on-disk index generation (rowid above its $max_rowid; an
+-- update that moves a row gives it a new rowid), same columns and order as query_index_facts. A plain
+-- rowid comparison, so DuckDB skips the older row groups instead of reading their vectors.
+-- Params: $user_id, $model, $dim, $max_rowid (-1 = all rows).
 select
     f.rowid as row_id,
     f.id,
@@ -12,9 +12,5 @@ select
     end as embedding
 from facts as f
 where f.user_id = $user_id
-    and (
-        $max_rowid::bigint is null
-        or f.rowid > $max_rowid::bigint
-        or f.id in (select unnest($pending::varchar[]))
-    )
+    and f.rowid > $max_rowid::bigint
 order by f.id
