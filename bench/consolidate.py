@@ -124,7 +124,8 @@ def rss_mb() -> float:
 def night(path: Path, n_facts: int, search_index: bool) -> dict:
     """The nightly stages measured on a built store (run in its own process)."""
     as_of = datetime(2026, 11, 22, 3, 0)
-    settings = load_settings(db_path=path, embedder="hash", llm="none", search_index=search_index)
+    settings = load_settings(db_path=path, embedder="hash", llm="none", search_index=search_index,
+                             nightly_pair_index=search_index)
     ctx = consolidate.StageContext(settings, "bench", f"run-bench-{n_facts}", as_of)
     emb = SyntheticEmbedder()
     stages = {
@@ -162,6 +163,9 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_
     if proc.returncode:
         raise RuntimeError(proc.stderr[-2000:])
     night = json.loads(proc.stdout.strip().splitlines()[-1])
+    night["log"] = [line for line in proc.stderr.splitlines() if "WARNING" in line or "pair search" in line][:20]
+    for line in night["log"]:
+        print(f"night: {line}", file=sys.stderr)
     times, counts = night["times"], night["counts"]
     # floor: the raw float32 matmul of the night's episodes against the store (what exact support costs)
     q = fact_vecs[: min(n_new, n_facts)].copy()

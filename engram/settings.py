@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     search_index: bool = Field(
         True, description="Search through the on-disk indexes publish writes (off = every process builds its own in memory)."
     )
+    nightly_pair_index: bool = Field(
+        False, description="Nightly pair search through the published facts index (off = exact matmul; slower so far, bench/CONSOLIDATE.md)."
+    )
     index_dir: Path | None = Field(
         None, description="Root of the on-disk search indexes (default: beside the store, <db_path>.indexes)."
     )

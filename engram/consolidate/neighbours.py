@@ -133,7 +133,7 @@ class FactSpace:
 def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim: int) -> tuple[pa.Table, FactSpace]:
     """The tenant's active facts (no vectors column) and their FactSpace: the published index when it
     covers them, else their vectors read from the store (with one warning saying why)."""
-    if settings.search_index:
+    if settings.search_index and settings.nightly_pair_index:
         try:
             index = PERSISTED.get(con, settings, "facts", user_id, model, dim)
             arrow = db.query_arrow(con, "queries/tenant_fact_rows", user_id=user_id, model=model, dim=dim)

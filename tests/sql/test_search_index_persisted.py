@@ -196,7 +196,8 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
     con.execute("update facts set status = 'merged_into', merged_into_id = 'u1_f5' where id = 'u1_f4'")
     seed_facts(settings, con, _facts(20, user="u2"))
     emb = HashEmbedder(settings.embed_dim)
-    indexed_rows, indexed = neighbours.load_facts(settings, con, "u1", emb.model, emb.dim)
+    indexed_rows, indexed = neighbours.load_facts(settings.model_copy(update={"nightly_pair_index": True}), con,
+                                                  "u1", emb.model, emb.dim)
     exact_rows, exact = neighbours.load_facts(settings.model_copy(update={"search_index": False}), con, "u1",
                                               emb.model, emb.dim)
     assert indexed.index is not None and exact.exact is not None
