@@ -14,9 +14,12 @@ Embedding time is excluded: vectors are synthetic (clustered unit vectors, 384 d
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -27,6 +30,7 @@ import pyarrow as pa
 
 from engram.consolidate import stages as consolidate
 from engram.consolidate.merge_plan import similar_pairs
+from engram.query import persisted
 from engram.settings import load_settings
 from engram.store import db
 
@@ -117,14 +121,11 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict:
-    rng = np.random.default_rng(0)
+def night(path: Path, n_facts: int, search_index: bool) -> dict:
+    """The nightly stages measured on a built store (run in its own process)."""
     as_of = datetime(2026, 11, 22, 3, 0)
-    path = workdir / f"bench_{n_facts}.duckdb"
-    t = time.perf_counter()
-    fact_vecs = build_store(path, n_facts, n_new, as_of, rng)
-    build_s = time.perf_counter() - t
-    settings = load_settings(db_path=path, embedder="hash", llm="none")
+    settings = load_settings(db_path=path, embedder="hash", llm="none", search_index=search_index,
+                             nightly_pair_index=search_index)
     ctx = consolidate.StageContext(settings, "bench", f"run-bench-{n_facts}", as_of)
     emb = SyntheticEmbedder()
     stages = {
@@ -134,10 +135,38 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict
         "deprecate": lambda: consolidate.deprecate(ctx),
     }
     times, counts = {}, {}
-    for name, fn in stages.items():
-        t = time.perf_counter()
-        counts[name] = fn()
-        times[name] = time.perf_counter() - t
+    with db.held_open(settings):
+        for name, fn in stages.items():
+            t = time.perf_counter()
+            counts[name] = fn()
+            times[name] = time.perf_counter() - t
+    return {"times": times, "counts": counts, "peak_rss_mb": rss_mb()}
+
+
+def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_index: bool = True) -> dict:
+    rng = np.random.default_rng(0)
+    as_of = datetime(2026, 11, 22, 3, 0)
+    path = workdir / f"bench_{n_facts}.duckdb"
+    t = time.perf_counter()
+    fact_vecs = build_store(path, n_facts, n_new, as_of, rng)
+    build_s = time.perf_counter() - t
+    settings = load_settings(db_path=path, embedder="hash", llm="none", search_index=search_index)
+    publish_s = 0.0
+    if search_index:  # the previous night's publish: the facts index the stages search
+        with db.open_store(settings) as con:
+            t = time.perf_counter()
+            persisted.write_tenant(settings, con, "bench", MODEL, DIM, run_id="previous-night", tables=("facts",))
+            publish_s = time.perf_counter() - t
+    # the night runs in a new process: its peak RSS is the night's, not the store builder's
+    proc = subprocess.run([sys.executable, "-m", "bench.consolidate", "--night", str(path), str(n_facts),
+                           "--index" if search_index else "--exact"], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    night = json.loads(proc.stdout.strip().splitlines()[-1])
+    night["log"] = [line for line in proc.stderr.splitlines() if "WARNING" in line or "pair search" in line][:20]
+    for line in night["log"]:
+        print(f"night: {line}", file=sys.stderr)
+    times, counts = night["times"], night["counts"]
     # floor: the raw float32 matmul of the night's episodes against the store (what exact support costs)
     q = fact_vecs[: min(n_new, n_facts)].copy()
     t = time.perf_counter()
@@ -153,8 +182,9 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path) -> dict
     path.unlink(missing_ok=True)
     return {
         "facts": n_facts, "new": n_new, "build_s": build_s, "times": times, "total_s": sum(times.values()),
-        "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": rss_mb(), "counts": counts,
-        "matmul_s": matmul_s, "gflops": gflops, "load": os.getloadavg()[0],
+        "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": night["peak_rss_mb"], "counts": counts,
+        "matmul_s": matmul_s, "gflops": gflops, "load": os.getloadavg()[0], "publish_s": publish_s,
+        "search_index": search_index,
     }
 
 
@@ -192,16 +222,34 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=10_000)
     parser.add_argument("--allpairs-max", type=int, default=100_000)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--exact", action="store_true", help="Run the night without the published facts index.")
+    parser.add_argument("--json", type=Path, help="Write total_s, matmul_floor_s, peak_rss_mb, ... keyed by size.")
+    parser.add_argument("--report", action="store_true", help=f"Rewrite {REPORT.name} with this run.")
+    parser.add_argument("--night", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--index", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.night:
+        print(json.dumps(night(Path(args.night[0]), int(args.night[1]), not args.exact), default=str))
+        return
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="engram-bench-"))
     results = []
     for n in args.sizes:
-        r = run_size(n, args.new, args.allpairs_max, workdir)
+        r = run_size(n, args.new, args.allpairs_max, workdir, search_index=not args.exact)
         print(f"{n:>9,} facts: " + ", ".join(f"{k} {v:.1f}s" for k, v in r["times"].items())
-              + f", all-pairs {r['allpairs_s']:.1f}s, build {r['build_s']:.0f}s", flush=True)
+              + f", total {r['total_s']:.1f}s, matmul floor {r['matmul_s']:.1f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
+              + f", publish (before the night) {r['publish_s']:.1f}s, all-pairs {r['allpairs_s']:.1f}s,"
+              + f" build {r['build_s']:.0f}s", flush=True)
         results.append(r)
-    REPORT.write_text(write_report(results, args))
-    print(f"wrote {REPORT}")
+    if args.json:
+        args.json.write_text(json.dumps({str(r["facts"]): {
+            "total_s": r["total_s"], "matmul_floor_s": r["matmul_s"], "peak_rss_mb": r["peak_rss_mb"],
+            "times": r["times"], "publish_s": r["publish_s"], "search_index": r["search_index"], "new": r["new"],
+            "load": r["load"]} for r in results}, indent=1))
+    if args.report:
+        REPORT.write_text(write_report(results, args))
+        print(f"wrote {REPORT}")
+    else:
+        print(write_report(results, args))
 
 
 if __name__ == "__main__":

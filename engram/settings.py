@@ -55,6 +55,17 @@ class Settings(BaseSettings):
         None, description="Dask scheduler address (e.g. tcp://10.0.0.5:8786); set = run shards on Dask."
     )
 
+    # on-disk search indexes (engram/query/persisted.py)
+    search_index: bool = Field(
+        True, description="Search through the on-disk indexes publish writes (off = every process builds its own in memory)."
+    )
+    nightly_pair_index: bool = Field(
+        False, description="Nightly pair search through the published facts index (off = exact matmul; slower so far, bench/CONSOLIDATE.md)."
+    )
+    index_dir: Path | None = Field(
+        None, description="Root of the on-disk search indexes (default: beside the store, <db_path>.indexes)."
+    )
+
     # retrieval
     top_k: int = bounded(5, 1, 50, "Default result count of search_memory.")
     sim_thresh: float = bounded(0.5, 0.0, 1.0, "Minimum cosine for inner-voice RAG hits.")

@@ -25,8 +25,8 @@ from engram.consolidate.merge_plan import (
     FactInfo,
     components,
     plan_merges,
-    similar_pairs,
 )
+from engram.consolidate.neighbours import FactSpace, load_facts
 from engram.consolidate.scoring import decayed_array, initial_confidence, reinforced
 from engram.consolidate.updates import frame_updates
 from engram.embed.models import Embedder
@@ -298,13 +298,12 @@ def _llm_drafts(
 # ---------------------------------------------------------------- confidence
 
 
-def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
-    """Active facts of the tenant, their vectors, and their confidence decayed to as_of."""
+def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, FactSpace, np.ndarray]:
+    """Active facts of the tenant, their vectors (through the published index when there is one), and
+    their confidence decayed to as_of."""
     with db.open_store(ctx.settings) as con:
-        arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=ctx.user_id,
-                               model=embedder.model, dim=embedder.dim)
-    vecs = vectors_of(arrow["embedding"], embedder.dim)
-    facts = pl.from_arrow(arrow.drop_columns(["embedding"]))
+        arrow, vecs = load_facts(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim)
+    facts = pl.from_arrow(arrow)
     if facts.height == 0:
         return facts, vecs, np.zeros(0)
     as_of = np.datetime64(ctx.as_of.replace(tzinfo=None), "us")
@@ -339,7 +338,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         if eps.num_rows and facts.height:
             evecs = vectors_of(eps["embedding"], embedder.dim)
             ep_ids, ep_texts = eps["id"].to_pylist(), eps["content"].to_pylist()
-            ei, fi, sim = similar_pairs(evecs, fvecs, s.support_threshold - 1e-9)
+            ei, fi, sim = fvecs.pairs(evecs, s.support_threshold - 1e-9)
             pairs = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
                      if (ep_ids[e], fact_ids[f]) not in links]
             with db.open_store(s) as con:
@@ -405,7 +404,7 @@ PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float6
 
 
 def _fact_pairs(
-    ctx: StageContext, facts: pl.DataFrame, fvecs: np.ndarray, changed: set[str], threshold: float
+    ctx: StageContext, facts: pl.DataFrame, fvecs: FactSpace, changed: set[str], threshold: float
 ) -> pl.DataFrame:
     """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their contradiction, if any.
 
@@ -415,7 +414,7 @@ def _fact_pairs(
         return pl.DataFrame(schema=PAIR_SCHEMA)
     ids = facts["id"].to_list()
     rows = [i for i, fid in enumerate(ids) if fid in changed]
-    qi, cj, sim = similar_pairs(fvecs[rows], fvecs, min(threshold, pair_rules.CONTRADICTION_MIN_COSINE))
+    qi, cj, sim = fvecs.pairs(fvecs.vectors(rows), min(threshold, pair_rules.CONTRADICTION_MIN_COSINE))
     found: dict[tuple[str, str], float] = {}
     for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
         a, b = ids[rows[q]], ids[j]
@@ -628,13 +627,16 @@ def resolve(ctx: StageContext, llm: Any) -> dict[str, Any]:
 
 
 def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
-    """Stage 8: embed facts whose text changed; the run's changes for the report."""
+    """Stage 8: embed facts whose text changed; write the tenant's on-disk search indexes; the run's changes."""
     from engram.embed.queue import drain
+    from engram.query import persisted
 
     embedded = 0 if ctx.dry_run else drain(ctx.settings, embedder, "facts", ctx.user_id)
     with db.open_store(ctx.settings) as con:
         changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
-    return {"facts_embedded": embedded, "changes": changes.to_dicts()}
+        indexes = ({} if ctx.dry_run or not ctx.settings.search_index else
+                   persisted.write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id))
+    return {"facts_embedded": embedded, "indexes": indexes, "changes": changes.to_dicts()}
 
 
 def run_tenant(

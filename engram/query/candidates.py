@@ -25,6 +25,11 @@ CANDIDATE_QUERIES = {
     "kg_entities": "queries/query_kg_entity_candidates",
 }
 
+LEAN_QUERIES = {
+    "episodes": "queries/query_episode_candidates_lean",
+    "facts": "queries/query_fact_candidates_lean",
+}
+
 
 @dataclass(frozen=True)
 class Filters:
@@ -75,22 +80,35 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         params = common | {"min_confidence": f.min_confidence}
     names = COLUMNS[table]
     found = {}
-    for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
+    lean = getattr(index, "stores_text", False) and table in LEAN_QUERIES
+    for values in db.rows(con, LEAN_QUERIES[table] if lean else CANDIDATE_QUERIES[table], **params):
         row = dict(zip(names, values, strict=True))
         found[row["row_id"]] = row
-    if len(found) != len(expected) or any(found[r]["id"] != i for r, i in expected.items() if r in found):
+    # an on-disk index may name rows deleted since it was published: they are gone, not a sign of staleness
+    if (len(found) != len(expected) and not index.missing_ok) or any(
+            found[r]["id"] != i for r, i in expected.items() if r in found):
         stale = StaleIndex(f"{table} index of the tenant is stale")
         stale.key = index.key
+        stale.persisted = index.missing_ok
         raise stale
+    if lean:  # text is immutable: the index holds it (content_hash is derived from it on demand)
+        at = {int(index.rowids[r]): r for r in rows}
+        for rowid, row in found.items():
+            if row["eligible"]:
+                row["text"] = index.candidate_text(at[rowid], row.get("role"))
     return {row["id"]: row for row in found.values() if row["eligible"]}
 
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call fn; on StaleIndex drop the stale index and call it once more (it rebuilds)."""
+    from engram.query.persisted import PERSISTED
     from engram.query.vector_index import CACHE
 
     try:
         return fn(*args, **kwargs)
     except StaleIndex as exc:
-        CACHE.invalidate(exc.key)
+        if getattr(exc, "persisted", False):
+            PERSISTED.broken(exc.key)  # the exact in-memory index serves until the next publish
+        else:
+            CACHE.invalidate(exc.key)
         return fn(*args, **kwargs)

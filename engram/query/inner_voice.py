@@ -107,7 +107,7 @@ def similar_thoughts(con, settings: Settings, embedder: Any, qvec, user_id: str,
                      sim_thresh: float) -> list[dict[str, Any]]:
     """The tenant's thoughts (episodes of kind thought) with cosine >= sim_thresh, best first."""
     index = CACHE.get(con, settings.db_path, "episodes", user_id, embedder.model, embedder.dim)
-    rows, sims = index.vector_top(qvec, min(max(4 * top_k, 20), max(index.matrix.shape[0], 1)))
+    rows, sims = index.vector_top(qvec, min(max(4 * top_k, 20), max(index.n_vectors, 1)))
     f = candidates.Filters(user_id=user_id, now=utcnow(), kinds=("thought",))
     keep = sims >= sim_thresh
     rows, sims = rows[keep], sims[keep]

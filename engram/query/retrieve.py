@@ -109,7 +109,7 @@ def _source_pool(
 ) -> list[Candidate]:
     """One source's candidates: cosine top rows that pass the filters, at most `cap`."""
     index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
-    rows, sims = index.vector_top(qvec, min(4 * cap, max(index.matrix.shape[0], 1)))
+    rows, sims = index.vector_top(qvec, min(4 * cap, max(index.n_vectors, 1)))
     kept = candidates.fetch(con, index, rows, f)
     pool = [
         Candidate(table, kept[index.ids[r]], float(s), content_hash(kept[index.ids[r]]["text"]))

@@ -21,7 +21,8 @@ from engram.query.common import (
     require_text,
     utcnow,
 )
-from engram.query.vector_index import CACHE, TableIndex
+from engram.query.persisted import table_index
+from engram.query.vector_index import TableIndex
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
@@ -157,7 +158,7 @@ def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
     limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
 ) -> list[Hit]:
-    index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+    index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim)
     return search_table(con, settings, index, query, qvec, limit, f, method, also)
 
 
@@ -241,7 +242,7 @@ def search_table(
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method)
-        rows = sorted(set(rows) | {index.pos[i] for i in also or () if i in index.pos})
+        rows = sorted(set(rows) | {int(p) for p in index.positions(also or []) if p >= 0})
         kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
             break
@@ -280,7 +281,7 @@ def _rank(
     limit: int, f: candidates.Filters, settings: Settings, context: float, method: str,
 ) -> list[Hit]:
     ids = sorted(kept)
-    pos = np.array([index.pos[i] for i in ids], dtype=np.int64)
+    pos = index.positions(ids)
     has_vec = index.vec_row[pos] >= 0
     if qvec is not None:
         sims = index.similarities(qvec, pos)
@@ -306,9 +307,12 @@ def _rank(
     if method == "vector":
         score = np.where(has_vec, relevance, 0.0)
     order = np.argsort(-score, kind="stable")
+    cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
+    if has_vec.any():
+        cand_vecs[has_vec] = index.vectors(index.vec_row[pos[has_vec]])
     hits: list[Hit] = []
     # vectors of the hits so far (row k belongs to hits[owner[k]]), compared at once with each candidate
-    kept_mat = np.empty((len(order), index.matrix.shape[1] if index.matrix.ndim == 2 else 0), dtype=np.float32)
+    kept_mat = np.empty((len(order), index.dim), dtype=np.float32)
     owner: list[int] = []
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
     scanned_past_limit = 0
@@ -322,8 +326,7 @@ def _rank(
             if scanned_past_limit > SCAN_PAST_LIMIT * limit:
                 break
         row = kept[ids[j]]
-        vr = index.vec_row[pos[j]]
-        vec = index.matrix[vr] if vr >= 0 else None
+        vec = cand_vecs[j] if has_vec[j] else None
         chash = row.get("content_hash") or content_hash(row["text"])
         row["content_hash"] = chash
         if chash in kept_hashes:

@@ -46,11 +46,30 @@ class TableIndex:
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    missing_ok = False          # a rowid gone from the store means the index is stale (see candidates.fetch)
 
     @property
     def n(self) -> int:
         """Number of rows (embedded or not)."""
         return len(self.ids)
+
+    @property
+    def dim(self) -> int:
+        """Vector width."""
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+
+    @property
+    def n_vectors(self) -> int:
+        """Rows with a vector of the active embedder."""
+        return int(self.matrix.shape[0])
+
+    def positions(self, ids: list[str]) -> np.ndarray:
+        """Row positions of ids (-1 where absent)."""
+        return np.array([self.pos.get(i, -1) for i in ids], dtype=np.int64)
+
+    def vectors(self, vrows: np.ndarray) -> np.ndarray:
+        """float32 vectors of the given vector rows (values of vec_row)."""
+        return self.matrix[vrows]
 
     @property
     def bm25(self) -> BM25:
@@ -152,9 +171,15 @@ def _neighbours(sessions: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
-                key: tuple = ()) -> TableIndex:
-    """Read one table of one tenant into a TableIndex."""
-    arrow = db.query_arrow(con, f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim)
+                key: tuple = (), query: str | None = None, **params: Any) -> TableIndex:
+    """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows)."""
+    arrow = db.query_arrow(con, query or f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim,
+                           **params)
+    return index_of_rows(arrow, table, dim, signature, key)
+
+
+def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: tuple = ()) -> TableIndex:
+    """A TableIndex of rows read with the columns of the query_index_* queries."""
     ids = arrow.column("id").to_pylist()
     rowids = arrow.column("row_id").to_numpy().astype(np.int64)
     sessions = arrow.column("session_id").to_pylist()

@@ -1,0 +1,592 @@
+"""On-disk search indexes of one tenant's table: written by publish (and `engram embed`), memory-mapped by readers.
+
+Layout under the index root (settings.index_dir, default <db_path>.indexes):
+
+    <tenant key>/<table>-<model>-<dim>/CURRENT     names the live generation (replaced atomically)
+    <tenant key>/<table>-<model>-<dim>/g<...>/      one generation: manifest.json, numpy arrays, ann.usearch
+
+A generation is written under a temporary name, fsynced and renamed, and only then named in
+CURRENT, so a reader sees a whole old index or a whole new one. Its manifest records the run and the
+row watermark it covers (the table's highest rowid, read before the rows); a reader reads exactly
+from DuckDB the rows above the watermark and the rows that had no vector when it was written (the
+delta), and masks their old copies. Vectors and texts never change in place (an embedding is only
+ever set on a row that had none), so those two sets are every row the generation may lack. Which rows
+a search may return is always decided by the store (candidates.fetch: status, tenant, privacy), so
+a deleted, merged or deprecated row in an old index never comes back. A missing, stale or torn
+generation raises IndexUnusable; the caller falls back to the exact in-memory index with a warning,
+and the next publish writes a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from hashlib import blake2b
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engram.errors import StoreError
+from engram.query.lexical import tokenize
+from engram.query.vector_index import TableIndex, build_index, index_of_rows
+from engram.store import db
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
+ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
+ANN_CONNECTIVITY = 16
+ANN_EXPANSION_ADD = 64    # 16/64/128: recall@10 .993 at 100k real vectors, 2x faster to build than 128 (bench/SEARCH.md)
+ANN_EXPANSION_SEARCH = 128
+ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
+K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
+ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
+          "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", "text_data", "text_offsets")
+
+
+class IndexUnusable(StoreError):
+    """The on-disk index cannot serve this query (missing, stale or torn); search exactly instead."""
+
+
+def root(settings: Any) -> Path:
+    """The index root of a store."""
+    return Path(settings.index_dir) if settings.index_dir else Path(f"{settings.db_path}.indexes")
+
+
+def index_dir(settings: Any, user_id: str, table: str, model: str, dim: int) -> Path:
+    """Where the generations of one tenant's table (for one embedder) live."""
+    tenant = blake2b(user_id.encode("utf-8"), digest_size=10).hexdigest()
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)[:60]
+    return root(settings) / tenant / f"{table}-{slug}-{dim}"
+
+
+# ---------------------------------------------------------------- BM25 postings (CSR)
+
+
+def postings(docs: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
+    """CSR postings of token lists: sorted terms, offsets into (docs, tfs), and each doc's length."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
+    flat = [t for d in docs for t in d]
+    if not flat:
+        return {"bm25_terms": np.zeros(0, dtype="U1"), "bm25_offsets": np.zeros(1, np.int64),
+                "bm25_docs": np.zeros(0, np.int32), "bm25_tfs": np.zeros(0, np.float32), "bm25_lengths": lengths}
+    doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths.astype(np.int64))
+    terms, term_id = np.unique(np.array(flat), return_inverse=True)
+    pair, tf = np.unique(term_id.astype(np.int64) * len(docs) + doc_of, return_counts=True)
+    tid, doc = pair // len(docs), pair % len(docs)
+    offsets = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum(np.bincount(tid, minlength=len(terms)), out=offsets[1:])
+    return {"bm25_terms": terms, "bm25_offsets": offsets, "bm25_docs": doc.astype(np.int32),
+            "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths}
+
+
+class Postings:
+    """Lookup side of `postings` (arrays in memory or memory-mapped)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.terms = arrays["bm25_terms"]
+        self.offsets = arrays["bm25_offsets"]
+        self.docs = arrays["bm25_docs"]
+        self.tfs = arrays["bm25_tfs"]
+        self.lengths = arrays["bm25_lengths"]
+        self.n = len(self.lengths)
+        self.total_length = float(np.sum(self.lengths, dtype=np.float64))
+
+    def hit(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(doc ids, term frequencies) of one term."""
+        i = int(np.searchsorted(self.terms, term))
+        if i >= len(self.terms) or self.terms[i] != term:
+            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return np.asarray(self.docs[lo:hi]), np.asarray(self.tfs[lo:hi])
+
+
+def bm25_norms(parts: list[Postings]) -> list[np.ndarray]:
+    """Each document's length normalisation k1 (1 - b + b len / avg len) over the postings read as one corpus."""
+    total = sum(p.total_length for p in parts)
+    avg = total / max(sum(p.n for p in parts), 1) if total else 1.0
+    return [(K1 * (1 - B + B * np.asarray(p.lengths) / avg)).astype(np.float32) for p in parts]
+
+
+def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
+                norms: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Okapi BM25 (as lexical.BM25) over several postings read as one corpus; dead docs score 0 and are
+    left out of the document count (their term counts stay: a small, temporary idf drift until the next
+    publish)."""
+    n = sum(p.n for p in parts) - sum(int(d.sum()) for d in dead if d is not None)
+    out = [np.zeros(p.n, dtype=np.float32) for p in parts]
+    norms = norms if norms is not None else bm25_norms(parts)
+    for term in set(query_tokens):
+        hits = [p.hit(term) for p in parts]
+        df = sum(len(ids) for ids, _ in hits)
+        if df == 0:
+            continue
+        idf = math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5))
+        for scores, norm, (ids, tfs) in zip(out, norms, hits, strict=True):
+            if len(ids):
+                scores[ids] += idf * tfs * (K1 + 1) / (tfs + norm[ids])
+    for scores, d in zip(out, dead, strict=True):
+        if d is not None:
+            scores[d] = 0.0
+    return out
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
+          run_id: str | None = None) -> dict[str, Any]:
+    """Write a new generation of one tenant's table index and switch it in; older generations are removed."""
+    t0 = time.perf_counter()
+    signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+    watermark = signature[2]  # newest row time, for the record
+    # read before the rows: a row stored meanwhile has a higher rowid, so it is in every reader's delta
+    max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
+    index = build_index(con, table, user_id, model, dim, signature)
+    arrays: dict[str, np.ndarray] = {
+        "rowids": index.rowids, "ids": np.array(index.ids, dtype=str) if index.n else np.zeros(0, "U1"),
+        "prev": index.prev, "next": index.next, "vec_row": index.vec_row, "vec_pos": index.vec_pos,
+        "vectors": np.ascontiguousarray(index.matrix, dtype=np.float32),
+    }
+    arrays["id_order"] = np.argsort(arrays["ids"], kind="stable").astype(np.int64)
+    pending = np.flatnonzero(index.vec_row < 0)
+    arrays["pending"] = arrays["ids"][pending] if len(pending) else np.zeros(0, "U1")
+    arrays |= postings([tokenize(t) for t in index.texts or []])
+    encoded = [t.encode("utf-8") for t in index.texts or []]
+    arrays["text_offsets"] = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(b) for b in encoded], out=arrays["text_offsets"][1:])
+    arrays["text_data"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    n_vec = int(index.matrix.shape[0])
+    target = index_dir(settings, user_id, table, model, dim)
+    target.mkdir(parents=True, exist_ok=True)
+    name = f"g{datetime.now():%Y%m%dT%H%M%S%f}-{os.getpid()}"
+    tmp = target / f".tmp-{name}"
+    tmp.mkdir()
+    try:
+        for key, array in arrays.items():
+            _save(tmp / f"{key}.npy", array)
+        ann = n_vec >= ANN_MIN
+        if ann:
+            from usearch.index import Index
+
+            graph = Index(ndim=dim, metric="ip", dtype=ANN_DTYPE, connectivity=ANN_CONNECTIVITY,
+                          expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
+            graph.add(np.arange(n_vec, dtype=np.uint64), index.matrix, threads=os.cpu_count() or 1)
+            graph.save(str(tmp / "ann.usearch"))
+            del graph
+        files = {p.name: p.stat().st_size for p in tmp.iterdir()}
+        manifest = {
+            "format": FORMAT, "user_id": user_id, "table": table, "model": model, "dim": dim,
+            "run_id": run_id, "watermark": watermark.isoformat() if watermark else None, "max_rowid": max_rowid,
+            "rows": index.n, "vectors": n_vec, "ann": ann, "ann_dtype": ANN_DTYPE if ann else None,
+            "written_at": datetime.now().isoformat(), "files": files,
+        }
+        with open(tmp / "manifest.json", "w") as fh:
+            json.dump(manifest, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+        os.rename(tmp, target / name)
+        _fsync_dir(target)
+        pointer = target / ".CURRENT.tmp"
+        pointer.write_text(name)
+        with open(pointer) as fh:
+            os.fsync(fh.fileno())
+        os.replace(pointer, target / "CURRENT")  # the switch: atomic on POSIX
+        _fsync_dir(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for old in target.iterdir():  # readers that mapped an old generation keep their open files
+        if old.is_dir() and old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    log.info("wrote %s index generation: %d rows, %d vectors", table, index.n, n_vec)
+    return {"rows": index.n, "vectors": n_vec, "ann": ann, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def write_tenant(settings: Any, con: db.Connection, user_id: str, model: str, dim: int,
+                 run_id: str | None = None, tables: Sequence[str] = ("episodes", "facts")) -> dict[str, Any]:
+    """Write the indexes of a tenant's searchable tables (publish, `engram embed`)."""
+    return {table: write(con, settings, table, user_id, model, dim, run_id) for table in tables}
+
+
+# ---------------------------------------------------------------- reading
+
+
+class Generation:
+    """One published generation, memory-mapped read-only."""
+
+    def __init__(self, path: Path, user_id: str, table: str, model: str, dim: int) -> None:
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise IndexUnusable(f"{table} index: unreadable manifest ({type(exc).__name__})") from None
+        expect = {"format": FORMAT, "user_id": user_id, "table": table, "model": model, "dim": dim}
+        wrong = [k for k, v in expect.items() if manifest.get(k) != v]
+        if wrong:
+            raise IndexUnusable(f"{table} index: stale ({', '.join(wrong)} differ)")
+        for fname, size in manifest.get("files", {}).items():
+            try:
+                actual = (path / fname).stat().st_size
+            except OSError:
+                raise IndexUnusable(f"{table} index: torn ({fname} missing)") from None
+            if actual != size:
+                raise IndexUnusable(f"{table} index: torn ({fname} is {actual} bytes, manifest says {size})")
+        try:
+            # plain ndarray views of the maps: np.memmap's Python-level indexing is slow per call
+            self.arrays = {k: np.asarray(np.load(path / f"{k}.npy", mmap_mode="r", allow_pickle=False))
+                           for k in ARRAYS}
+        except (OSError, ValueError) as exc:
+            raise IndexUnusable(f"{table} index: unreadable arrays ({type(exc).__name__})") from None
+        n = len(self.arrays["rowids"])
+        if manifest["rows"] != n or self.arrays["vectors"].shape != (manifest["vectors"], dim):
+            raise IndexUnusable(f"{table} index: torn (array shapes disagree with the manifest)")
+        self.path, self.manifest, self.n = path, manifest, n
+        self.watermark = datetime.fromisoformat(manifest["watermark"]) if manifest["watermark"] else None
+        self.ann = None
+        if manifest["ann"]:
+            from usearch.index import Index
+
+            try:
+                self.ann = Index.restore(str(path / "ann.usearch"), view=True)
+            except Exception as exc:  # usearch raises RuntimeError/ValueError on a bad file
+                raise IndexUnusable(f"{table} index: unreadable ANN graph ({type(exc).__name__})") from None
+            if self.ann is None or len(self.ann) != manifest["vectors"]:
+                raise IndexUnusable(f"{table} index: torn (ANN graph size)")
+            self.ann.expansion_search = ANN_EXPANSION_SEARCH  # not kept in the file
+        self.postings = Postings(self.arrays)
+
+    def positions_of(self, ids: Sequence[str]) -> np.ndarray:
+        """Base positions of the given ids (-1 where absent)."""
+        if not len(ids) or self.n == 0:
+            return np.full(len(ids), -1, np.int64)
+        order, sorted_ids = self.arrays["id_order"], self.arrays["ids"]
+        keys = np.asarray(ids, dtype=str)
+        # binary search through the sort order without materialising the sorted id array
+        lo = np.zeros(len(keys), np.int64)
+        hi = np.full(len(keys), self.n, np.int64)
+        while True:
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            less = np.zeros(len(keys), bool)
+            less[active] = sorted_ids[order[mid[active]]] < keys[active]
+            lo = np.where(active & less, mid + 1, lo)
+            hi = np.where(active & ~less, mid, hi)
+        out = np.full(len(keys), -1, np.int64)
+        ok = lo < self.n
+        found = order[lo[ok]]
+        match = sorted_ids[found] == keys[ok]
+        out[np.flatnonzero(ok)[match]] = found[match]
+        return out
+
+
+class _Ids:
+    """Row position -> id over the base generation and the delta."""
+
+    def __init__(self, base: np.ndarray, delta: list[str]) -> None:
+        self.base, self.delta, self.nb = base, delta, len(base)
+
+    def __len__(self) -> int:
+        return self.nb + len(self.delta)
+
+    def __getitem__(self, r: int) -> str:
+        r = int(r)
+        return str(self.base[r]) if r < self.nb else self.delta[r - self.nb]
+
+
+class _Positions:
+    """id -> row position; a row re-read in the delta is found at its delta position."""
+
+    def __init__(self, gen: Generation, delta: dict[str, int], dead: np.ndarray) -> None:
+        self.gen, self.delta, self.dead = gen, delta, dead
+
+    def get(self, key: str, default: int | None = None) -> int | None:
+        if key in self.delta:
+            return self.delta[key]
+        p = int(self.gen.positions_of([key])[0])
+        return p if p >= 0 and not self.dead[p] else default
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __getitem__(self, key: str) -> int:
+        p = self.get(key)
+        if p is None:
+            raise KeyError(key)
+        return p
+
+
+class PersistedTableIndex(TableIndex):
+    """A published generation plus the delta read exactly from the store, searched as one index.
+
+    Positions 0..nb-1 are the generation's rows, nb.. the delta's; the generation's copies of rows the
+    delta re-read are dead (never returned). Missing rowids at fetch time are rows deleted since the
+    publish: they are dropped, not an error (`missing_ok`).
+    """
+
+    missing_ok = True
+    stores_text = True   # candidates.fetch takes each row's (immutable) text from here, not the store
+
+    def __init__(self, gen: Generation, delta: TableIndex, signature: tuple, key: tuple) -> None:
+        a = gen.arrays
+        nb, nbv = gen.n, gen.manifest["vectors"]
+        dead = np.zeros(nb, bool)
+        base_pos = gen.positions_of(delta.ids)
+        dead[base_pos[base_pos >= 0]] = True
+        self.gen, self.delta, self.dead, self.nb, self.nbv = gen, delta, dead, nb, nbv
+        self.dead_vec = np.zeros(nbv, bool)
+        dv = np.asarray(a["vec_row"])[dead]
+        self.dead_vec[dv[dv >= 0]] = True
+        shift = lambda arr, by: np.where(arr >= 0, arr + by, -1)  # noqa: E731
+        super().__init__(
+            table=delta.table, signature=signature, key=key,
+            rowids=np.concatenate([np.asarray(a["rowids"]), delta.rowids]),
+            ids=_Ids(a["ids"], delta.ids),  # type: ignore[arg-type]
+            texts=None, matrix=delta.matrix,
+            vec_row=np.concatenate([np.asarray(a["vec_row"]), shift(delta.vec_row, nbv)]),
+            vec_pos=np.concatenate([np.asarray(a["vec_pos"]), delta.vec_pos + nb]),
+            prev=np.concatenate([np.asarray(a["prev"]), shift(delta.prev, nb)]),
+            next=np.concatenate([np.asarray(a["next"]), shift(delta.next, nb)]),
+        )
+        self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
+        self._delta_postings = Postings(postings([tokenize(t) for t in delta.texts or []]))
+        self._norms = bm25_norms([gen.postings, self._delta_postings])
+
+    @property
+    def dim(self) -> int:
+        return int(self.gen.manifest["dim"])
+
+    def text(self, r: int) -> str:
+        """The searchable text of row r (an episode's is "role: content")."""
+        if r < self.nb:
+            off = self.gen.arrays["text_offsets"]
+            return bytes(self.gen.arrays["text_data"][int(off[r]):int(off[r + 1])]).decode("utf-8")
+        return (self.delta.texts or [])[r - self.nb]
+
+    def candidate_text(self, r: int, role: str | None = None) -> str:
+        """Row r's text as the candidate queries return it (an episode's content, without "role: ")."""
+        text = self.text(r)
+        if self.table == "episodes" and role is not None and text.startswith(f"{role}: "):
+            return text[len(role) + 2:]
+        return text
+
+    def positions(self, ids: list[str]) -> np.ndarray:
+        """Row positions of ids (-1 where absent), in one search of the generation's sorted ids."""
+        out = self.gen.positions_of(ids)
+        out[(out >= 0) & self.dead[np.maximum(out, 0)]] = -1
+        for k, i in enumerate(ids):
+            p = self.pos.delta.get(i)
+            if p is not None:
+                out[k] = p
+        return out
+
+    @property
+    def n_vectors(self) -> int:
+        return self.nbv + int(self.delta.matrix.shape[0])
+
+    def vectors(self, vrows: np.ndarray) -> np.ndarray:
+        vrows = np.asarray(vrows, dtype=np.int64)
+        out = np.empty((len(vrows), self.dim), np.float32)
+        base = vrows < self.nbv
+        if base.any():
+            take = vrows[base]
+            order = np.argsort(take)  # sorted reads of the memory map
+            got = np.empty((len(take), self.dim), np.float32)
+            got[order] = self.gen.arrays["vectors"][take[order]]
+            out[base] = got
+        if (~base).any():
+            out[~base] = self.delta.matrix[vrows[~base] - self.nbv]
+        return out
+
+    def similarities(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(rows), dtype=np.float32)
+        vr = self.vec_row[np.asarray(rows, dtype=np.int64)]
+        has = vr >= 0
+        if has.any():
+            out[has] = self.vectors(vr[has]) @ qvec
+        return out
+
+    def vector_top(self, qvec: np.ndarray, want: int, context: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        if self.n_vectors == 0 or want <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        vrows = self._base_candidates(qvec, want)
+        vrows = np.concatenate([vrows, self.nbv + np.arange(self.delta.matrix.shape[0], dtype=np.int64)])
+        sims = self.vectors(vrows) @ qvec
+        rows = self.vec_pos[vrows]
+        if context > 0:
+            nb = np.unique(np.concatenate([self.prev[rows], self.next[rows]]))
+            nb = nb[nb >= 0]
+            known = dict(zip(rows.tolist(), sims.tolist(), strict=True))
+            extra = nb[~np.isin(nb, rows)]
+            known.update(zip(extra.tolist(), self.similarities(qvec, extra).tolist(), strict=True))
+
+            def near(idx: np.ndarray) -> np.ndarray:
+                return np.array([known.get(i, 0.0) if i >= 0 else 0.0 for i in idx.tolist()], dtype=np.float32)
+
+            sims = sims + context * (near(self.prev[rows]) + near(self.next[rows]))
+        k = min(want, len(rows))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return rows[top].astype(np.int64), sims[top].astype(np.float32)
+
+    def _base_candidates(self, qvec: np.ndarray, want: int) -> np.ndarray:
+        """Live base vector rows that may be among the best `want`: the ANN graph's top candidates, or all."""
+        if self.nbv == 0:
+            return np.zeros(0, np.int64)
+        if self.gen.ann is None:
+            sims = np.asarray(self.gen.arrays["vectors"]) @ qvec
+            sims[self.dead_vec] = -np.inf
+            k = min(max(want, ANN_RESCORE), self.nbv)
+            top = np.argpartition(-sims, k - 1)[:k] if k < self.nbv else np.arange(self.nbv)
+        else:
+            k = min(max(2 * want, ANN_RESCORE) + int(self.dead_vec.sum()), self.nbv)
+            top = self.gen.ann.search(qvec, k, exact=False).keys.astype(np.int64)
+        top = top[top >= 0]
+        return np.sort(top[~self.dead_vec[top]])
+
+    def lexical_scores(self, query: str, context: float = 0.0) -> np.ndarray:
+        base, delta = bm25_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
+                                  self._norms)
+        scores = np.concatenate([base, delta])
+        if context > 0 and scores.size:
+            prev, nxt = self.prev, self.next
+            add = np.zeros_like(scores)
+            ok = prev >= 0
+            add[ok] += scores[prev[ok]]
+            ok = nxt >= 0
+            add[ok] += scores[nxt[ok]]
+            scores = scores + context * add
+        return scores
+
+
+def _current(path: Path) -> str:
+    try:
+        return (path / "CURRENT").read_text().strip()
+    except OSError:
+        raise IndexUnusable(f"no index at {path.name} (never published)") from None
+
+
+class PersistedCache:
+    """Per process: the mapped generation of each (store, tenant, table, model, dim) and its current delta."""
+
+    def __init__(self) -> None:
+        self._gens: dict[tuple, tuple[str, Generation]] = {}
+        self._indexes: dict[tuple, PersistedTableIndex] = {}
+        self._broken: dict[tuple, str] = {}
+        self._warned: set[tuple] = set()
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    def get(self, con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int) -> PersistedTableIndex:
+        """The published index with the store's newer rows merged in; IndexUnusable when there is none usable."""
+        path = index_dir(settings, user_id, table, model, dim)
+        key = (str(Path(settings.db_path).resolve()), user_id, table, model, dim)
+        name = _current(path)
+        with self._lock:
+            if self._broken.get(key) == name:
+                raise IndexUnusable(f"{table} index generation {name} was found stale in this process")
+            held = self._gens.get(key)
+        if held is None or held[0] != name:
+            gen = Generation(path / name, user_id, table, model, dim)
+            with self._lock:
+                self._gens[key] = (name, gen)
+                self._indexes.pop(key, None)
+                self.loads += 1
+        else:
+            gen = held[1]
+        signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+        with self._lock:
+            index = self._indexes.get(key)
+        if index is not None and index.gen is gen and index.signature == signature:
+            return index
+        delta = _delta(con, gen, table, user_id, model, dim, signature)
+        index = PersistedTableIndex(gen, delta, signature, key)
+        with self._lock:
+            self._indexes[key] = index
+        return index
+
+    def broken(self, key: tuple) -> None:
+        """A query found the mapped generation stale (a rowid holds another row): exact path until the next publish."""
+        with self._lock:
+            held = self._gens.pop(key, None)
+            self._indexes.pop(key, None)
+            if held is not None:
+                self._broken[key] = held[0]
+        log.warning("search index of %s is stale; searching exactly until the next publish rebuilds it", key[2])
+
+    def first_warning(self, key: tuple) -> bool:
+        """True the first time a fallback reason is seen in this process (one warning, not one per query)."""
+        with self._lock:
+            if key in self._warned:
+                return False
+            self._warned.add(key)
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._warned.clear()
+            self._gens.clear()
+            self._indexes.clear()
+            self._broken.clear()
+
+
+def _delta(con: db.Connection, gen: Generation, table: str, user_id: str, model: str, dim: int,
+           signature: tuple) -> TableIndex:
+    """The rows the generation does not cover: stored after it (rowid above its max), or unembedded then."""
+    max_rowid = gen.manifest["max_rowid"]
+    params = {"user_id": user_id, "model": model, "dim": dim}
+    rows = db.query_arrow(con, f"queries/query_index_delta_{table}", **params,
+                          max_rowid=-1 if max_rowid is None else max_rowid)
+    pending = [str(x) for x in gen.arrays["pending"]]
+    if pending:  # a separate, rarer query: an id list in the same filter would make DuckDB read every row
+        earlier = db.query_arrow(con, f"queries/query_index_pending_{table}", **params, pending=pending)
+        # an update can move a row to a new rowid: then it is in both sets, and counts once
+        moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
+        earlier = earlier.filter(pa.array(~moved))
+        rows = pa.concat_tables([earlier, rows.cast(earlier.schema)])
+    return index_of_rows(rows, table, dim, signature)
+
+
+PERSISTED = PersistedCache()
+
+
+def table_index(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int) -> TableIndex:
+    """The index a search of (tenant, table) uses: the published one with the delta merged in, or, when
+    there is none usable (or settings.search_index is off), the exact in-memory one."""
+    from engram.query.vector_index import CACHE
+
+    if settings.search_index and table in ("episodes", "facts"):
+        try:
+            return PERSISTED.get(con, settings, table, user_id, model, dim)
+        except IndexUnusable as exc:
+            if PERSISTED.first_warning((str(settings.db_path), user_id, table, model, dim, str(exc))):
+                log.warning("%s; searching exactly (the next publish writes the index)", exc)
+    return CACHE.get(con, settings.db_path, table, user_id, model, dim)

@@ -1,0 +1,28 @@
+-- As query_episode_candidates (same columns and params), without the text and content_hash columns (null
+-- here): a search through an on-disk index reads those immutable columns from the index, because
+-- decompressing them from the store is most of a point fetch's time.
+select
+    e.rowid as row_id,
+    e.id,
+    null::varchar as text,
+    e.role,
+    e.session_id,
+    e.kind,
+    e.origin,
+    e.created_at,
+    e.tags,
+    null::varchar as content_hash,
+    e.status,
+    e.visibility,
+    e.is_private,
+    (
+        e.status in ('active', 'pending_embed')
+        and ($include_private or (not e.is_private and e.visibility <> 'private'))
+        and (len($include_tags::varchar[]) = 0 or list_has_any(e.tags, $include_tags::varchar[]))
+        and not list_has_any(e.tags, $exclude_tags::varchar[])
+        and ($kinds::varchar[] is null or list_contains($kinds::varchar[], e.kind))
+        and ($as_of::timestamp is null or e.created_at <= $as_of::timestamp)
+    ) as eligible
+from episodes as e
+where e.rowid in (select unnest($row_ids::bigint[]))
+    and e.user_id = $user_id

@@ -1,0 +1,15 @@
+-- Returns the tenant's episodes among $pending (ids an on-disk index generation held without a vector: they
+-- may have one now), same columns and order as query_index_episodes. Run only when the list is not empty.
+-- Params: $user_id, $model, $dim, $pending (ids).
+select
+    e.rowid as row_id,
+    e.id,
+    coalesce(e.role || ': ', '') || e.content as text,
+    e.session_id,
+    case
+        when e.embedding_model = $model and e.embedding_dim = $dim then e.embedding
+    end as embedding
+from episodes as e
+where e.user_id = $user_id
+    and list_contains($pending::varchar[], e.id)
+order by e.session_id nulls last, e.created_at, e.id

@@ -1,0 +1,18 @@
+-- Returns the tenant's active facts with vectors of the active embedder, without the vectors (the
+-- similarity stages read those through the published facts index), with each row's DuckDB rowid to
+-- match it to the index. Same rows and order as tenant_fact_vectors. Params: $user_id, $model, $dim.
+select
+    f.id,
+    f.rowid as row_id,
+    f.confidence,
+    f.confidence_at,
+    f.category,
+    f.created_at,
+    coalesce(f.valid_from, f.asserted_at, f.created_at) as valid_from,
+    f.evidence_count
+from facts as f
+where f.user_id = $user_id
+    and f.status = 'active'
+    and f.embedding_model = $model
+    and f.embedding_dim = $dim
+order by f.created_at, f.id

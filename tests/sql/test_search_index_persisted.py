@@ -1,0 +1,210 @@
+"""On-disk search indexes (engram.query.persisted) against a temp store: same answers as the exact
+path, the delta, rows that must never come back, and fallback on a missing, stale or torn index."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from engram.embed.models import HashEmbedder
+from engram.query import persisted, search_memory
+from engram.query.lexical import BM25, tokenize
+from engram.query.persisted import (
+    PERSISTED,
+    IndexUnusable,
+    PersistedTableIndex,
+    table_index,
+)
+from engram.query.vector_index import CACHE, TableIndex
+from tests.query_seed import seed_episodes, seed_facts
+
+WORDS = ("garden tea cat Oslo sister report budget river piano winter coffee train mountain novel "
+         "kitchen bicycle museum harbour violin lantern").split()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    CACHE.clear()
+    PERSISTED.clear()
+    yield
+    CACHE.clear()
+    PERSISTED.clear()
+
+
+@pytest.fixture(params=[False, True], ids=["exact-base", "ann-base"])
+def ann(request, monkeypatch):
+    """Run a test with the generation searched exactly and through the usearch graph."""
+    monkeypatch.setattr(persisted, "ANN_MIN", 1 if request.param else 10**9)
+    return request.param
+
+
+def _facts(n: int, user: str = "u1", start: int = 0, **extra) -> list[dict]:
+    rng = np.random.default_rng(start)
+    return [{"id": f"{user}_f{start + i}", "user_id": user,
+             "text": " ".join(rng.choice(WORDS, 5)) + f" number {start + i}", **extra} for i in range(n)]
+
+
+def _publish(settings, con, user="u1"):
+    emb = HashEmbedder(settings.embed_dim)
+    return persisted.write_tenant(settings, con, user, emb.model, emb.dim, run_id="r1")
+
+
+def _ids(hits):
+    return [h.id for h in hits]
+
+
+def _both_paths(settings, con, query, **kw):
+    PERSISTED.clear()
+    CACHE.clear()
+    indexed = search_memory(query, settings=settings, con=con, **kw)
+    exact = search_memory(query, settings=settings.model_copy(update={"search_index": False}), con=con, **kw)
+    return indexed, exact
+
+
+def test_bm25_over_postings_equals_the_in_memory_bm25():
+    docs = [tokenize(t) for t in ("the cat sat on the mat", "a cat and a dog", "dogs chase cats", "", "mat mat mat")]
+    parts = [persisted.Postings(persisted.postings(docs[:3])), persisted.Postings(persisted.postings(docs[3:]))]
+    for query in ("cat mat", "dog", "nothing here"):
+        joined = np.concatenate(persisted.bm25_scores(parts, tokenize(query), [None, None]))
+        np.testing.assert_allclose(joined, BM25(docs).score(tokenize(query)), rtol=1e-5, atol=1e-6)
+
+
+def test_published_index_answers_like_the_exact_path(settings, con, ann):
+    seed_facts(settings, con, _facts(120))
+    seed_episodes(settings, con, [{"content": f"I talked about {w} and {WORDS[(i * 7) % len(WORDS)]}",
+                                   "session_id": f"s{i % 5}"} for i, w in enumerate(WORDS * 3)])
+    out = _publish(settings, con)
+    assert out["facts"]["rows"] == 120 and out["facts"]["ann"] == ann
+    emb = HashEmbedder(settings.embed_dim)
+    assert isinstance(table_index(con, settings, "facts", "u1", emb.model, emb.dim), PersistedTableIndex)
+    for query in ("garden tea number 7", "sister in Oslo", "piano winter"):
+        for method in ("hybrid", "vector", "lexical"):
+            indexed, exact = _both_paths(settings, con, query, search_type="both", limit=8, user_id="u1",
+                                         method=method)
+            assert _ids(indexed) == _ids(exact), (query, method)
+
+
+def test_rows_written_after_the_publish_are_searchable_at_once(settings, con, ann):
+    seed_facts(settings, con, _facts(60))
+    seed_episodes(settings, con, [{"id": "pend", "content": "The lantern festival is in harbour town"}], embed=False)
+    _publish(settings, con)
+    seed_facts(settings, con, [{"id": "late", "text": "Zanzibar violin lessons start Tuesday"}])
+    hits = search_memory("Zanzibar violin lessons", "facts", 3, "u1", settings=settings, con=con, method="vector")
+    assert _ids(hits)[0] == "late"
+    # the pending episode was in the index without a vector; once embedded it is found by vector too
+    vec = HashEmbedder(settings.embed_dim).embed(["The lantern festival is in harbour town"])[0]
+    con.execute("update episodes set embedding = ?, embedding_model = ?, embedding_dim = ?, status = 'active' "
+                "where id = 'pend'", [vec.tolist(), HashEmbedder(settings.embed_dim).model, settings.embed_dim])
+    hits = search_memory("lantern festival harbour town", "episodes", 3, "u1", settings=settings, con=con,
+                         method="vector")
+    assert _ids(hits)[0] == "pend"
+    index = table_index(con, settings, "episodes", "u1", HashEmbedder(settings.embed_dim).model, settings.embed_dim)
+    assert isinstance(index, PersistedTableIndex) and index.delta.n == 1
+
+
+def test_deleted_merged_deprecated_and_other_tenants_rows_never_come_back(settings, con, ann):
+    seed_facts(settings, con, _facts(40))
+    seed_facts(settings, con, [
+        {"id": "keep", "text": "Quokka island ferry leaves at noon"},
+        {"id": "gone", "text": "Quokka island ferry leaves at dawn"},
+        {"id": "merged", "text": "Quokka island ferry leaves at noon daily"},
+        {"id": "dep", "text": "Quokka island ferry leaves at dusk"},
+        {"id": "priv", "text": "Quokka island ferry ticket code 7731", "visibility": "private"},
+    ])
+    seed_facts(settings, con, [{"id": "other", "user_id": "u2", "text": "Quokka island ferry leaves at noon"}])
+    seed_episodes(settings, con, [{"id": "ep_gone", "content": "Quokka island ferry was late again"}])
+    _publish(settings, con)
+    _publish(settings, con, "u2")
+    con.execute("delete from facts where id = 'gone'")
+    con.execute("delete from episodes where id = 'ep_gone'")
+    con.execute("update facts set status = 'merged_into', merged_into_id = 'keep' where id = 'merged'")
+    con.execute("update facts set status = 'deprecated' where id = 'dep'")
+    for method in ("hybrid", "vector", "lexical"):
+        hits = search_memory("Quokka island ferry leaves", "both", 20, "u1", settings=settings, con=con,
+                             method=method)
+        assert "keep" in _ids(hits)
+        assert not {"gone", "ep_gone", "merged", "dep", "priv", "other"} & set(_ids(hits)), method
+    index = table_index(con, settings, "facts", "u1", HashEmbedder(settings.embed_dim).model, settings.embed_dim)
+    assert isinstance(index, PersistedTableIndex)  # deletions alone do not make the index stale
+
+
+def test_missing_stale_and_torn_indexes_fall_back_to_exact_search(settings, con, caplog):
+    seed_facts(settings, con, _facts(30))
+    emb = HashEmbedder(settings.embed_dim)
+    caplog.set_level(logging.WARNING)
+    assert type(table_index(con, settings, "facts", "u1", emb.model, emb.dim)) is TableIndex  # never published
+    assert "never published" in caplog.text
+    _publish(settings, con)
+    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    gen = path / (path / "CURRENT").read_text()
+    with open(gen / "bm25_docs.npy", "r+b") as fh:  # torn: a file shorter than the manifest says
+        fh.truncate(fh.seek(0, 2) - 4)
+    PERSISTED.clear()
+    with pytest.raises(IndexUnusable, match="torn"):
+        PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    hits = search_memory("garden tea", "facts", 5, "u1", settings=settings, con=con)
+    assert hits and "torn" in caplog.text
+    _publish(settings, con)  # the next publish writes a whole new generation
+    assert isinstance(table_index(con, settings, "facts", "u1", emb.model, emb.dim), PersistedTableIndex)
+    assert len([p for p in path.iterdir() if p.is_dir()]) == 1  # the old generation is removed
+    with pytest.raises(IndexUnusable, match="never published"):
+        PERSISTED.get(con, settings, "facts", "u1", "another-model", emb.dim)
+
+
+def test_an_index_whose_rowids_moved_is_detected_and_search_stays_exact(settings, con, caplog):
+    seed_facts(settings, con, _facts(30))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    gen = path / (path / "CURRENT").read_text()
+    rowids = np.load(gen / "rowids.npy")
+    np.save(gen / "rowids.npy", rowids[::-1].copy())  # same size: only the store check can tell
+    caplog.set_level(logging.WARNING)
+    indexed, exact = _both_paths(settings, con, "garden tea cat", search_type="facts", limit=5, user_id="u1")
+    assert _ids(indexed) == _ids(exact) and "stale" in caplog.text
+    assert type(table_index(con, settings, "facts", "u1", emb.model, emb.dim)) is TableIndex
+
+
+def test_a_reader_keeps_its_generation_while_a_new_one_is_switched_in(settings, con):
+    seed_facts(settings, con, _facts(30))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    first = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    seed_facts(settings, con, _facts(5, start=100))
+    _publish(settings, con)
+    # the first generation's files are unlinked, its maps still answer
+    assert first.lexical_scores("garden").shape == (30,)
+    second = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    assert second.gen is not first.gen and second.n == 35 and second.delta.n == 0
+
+
+def _pair_set(space, query, threshold, ids):
+    qi, fr, sim = space.pairs(query, threshold)
+    return {(int(q), ids[int(f)]): round(float(s), 4) for q, f, s in zip(qi, fr, sim, strict=True)}
+
+
+def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, con, ann, monkeypatch):
+    from engram.consolidate import neighbours
+
+    monkeypatch.setattr(neighbours, "GRAPH_K", 4)  # small: dense neighbourhoods take the exact path too
+    seed_facts(settings, con, _facts(80))
+    _publish(settings, con)
+    seed_facts(settings, con, _facts(10, start=500))  # the delta
+    con.execute("delete from facts where id = 'u1_f3'")
+    con.execute("update facts set status = 'merged_into', merged_into_id = 'u1_f5' where id = 'u1_f4'")
+    seed_facts(settings, con, _facts(20, user="u2"))
+    emb = HashEmbedder(settings.embed_dim)
+    indexed_rows, indexed = neighbours.load_facts(settings.model_copy(update={"nightly_pair_index": True}), con,
+                                                  "u1", emb.model, emb.dim)
+    exact_rows, exact = neighbours.load_facts(settings.model_copy(update={"search_index": False}), con, "u1",
+                                              emb.model, emb.dim)
+    assert indexed.index is not None and exact.exact is not None
+    ids = indexed_rows["id"].to_pylist()
+    assert ids == exact_rows["id"].to_pylist() and len(ids) == 88
+    np.testing.assert_allclose(indexed.vectors(np.arange(len(ids))), exact.exact, rtol=1e-6)
+    query = emb.embed(["garden tea cat", "piano winter river number 7", "Oslo sister museum"] + ids[:0])
+    query = np.vstack([query, exact.exact[::9]])
+    for threshold in (0.2, 0.5, 0.9):
+        assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
