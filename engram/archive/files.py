@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from engram.archive.hashing import ALGORITHM, RowHasher
 from engram.errors import InvalidInput
+from engram.store.durable import fsync_dir
 
 BATCH_ROWS = 50_000  # rows per Arrow batch and parquet row group: bounded memory with 384-d embeddings
 COMPRESSION = "zstd"
@@ -76,14 +77,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_once(final: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> Written:
     """Write batches to a new parquet file (zstd), durably, without ever replacing an existing file.
 
@@ -107,7 +100,7 @@ def write_once(final: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
         os.link(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     return Written(hasher.rows, hasher.hexdigest(), file_sha256(final), final.stat().st_size)
 
 

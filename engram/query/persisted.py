@@ -40,6 +40,7 @@ from engram.errors import StoreError
 from engram.query.lexical import tokenize
 from engram.query.vector_index import TableIndex, build_index, index_of_rows
 from engram.store import db
+from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -145,14 +146,6 @@ def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[n
 # ---------------------------------------------------------------- writing
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _save(path: Path, array: np.ndarray) -> None:
     with open(path, "wb") as fh:
         np.save(fh, array, allow_pickle=False)
@@ -211,15 +204,15 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             json.dump(manifest, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         os.rename(tmp, target / name)
-        _fsync_dir(target)
+        fsync_dir(target)
         pointer = target / ".CURRENT.tmp"
         pointer.write_text(name)
         with open(pointer) as fh:
             os.fsync(fh.fileno())
         os.replace(pointer, target / "CURRENT")  # the switch: atomic on POSIX
-        _fsync_dir(target)
+        fsync_dir(target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from engram.errors import EngramError
 from engram.store import db
+from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -158,11 +159,7 @@ def _switch(root: Path, snapshot_id: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, root / POINTER)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(root)
 
 
 def prune(settings: Any) -> list[str]:
