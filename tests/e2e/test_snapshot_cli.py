@@ -220,6 +220,23 @@ def test_sql_without_a_query_opens_a_shell_or_prints_the_path(store: dict) -> No
         assert "no duckdb CLI" in result.stderr
 
 
+def test_sql_without_a_query_runs_the_duckdb_cli_on_the_snapshot(store: dict, tmp_path: Path) -> None:
+    """The shell branch, with a stand-in `duckdb` on PATH that records how it was started."""
+    current = (store["cwd"] / "data" / "snapshots" / "current").read_text().strip()
+    bin_dir, record = tmp_path / "bin", tmp_path / "started.txt"
+    bin_dir.mkdir()
+    fake = bin_dir / "duckdb"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$PWD" "$@" > {record}\nexit 3\n')
+    fake.chmod(0o755)
+    env = _env()
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + str(bin_dir) + os.pathsep + env["PATH"]
+    done = subprocess.run(["engram", "sql"], cwd=store["cwd"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 3, done.stderr  # the shell's exit code is the command's
+    cwd, *args = record.read_text().splitlines()
+    assert Path(cwd).name == current and args == ["-readonly", "snapshot.duckdb"]
+
+
 def test_no_snapshot_yet_says_how_to_make_one(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sql", "select 1"], env={"ENGRAM_DB_PATH": str(tmp_path / "x.duckdb")})
     assert result.exit_code == 2 and "error [no_snapshot]" in result.stderr and "engram snapshot" in result.stderr
