@@ -38,7 +38,14 @@ import pyarrow as pa
 
 from engram.errors import StoreError
 from engram.query.lexical import tokenize
-from engram.query.vector_index import TableIndex, build_index, index_of_rows
+from engram.query.vector_index import (
+    NO_CONTEXT,
+    Context,
+    TableIndex,
+    build_index,
+    gather,
+    index_of_rows,
+)
 from engram.store import db
 from engram.store.durable import fsync_dir
 
@@ -427,14 +434,14 @@ class PersistedTableIndex(TableIndex):
             out[has] = self.vectors(vr[has]) @ qvec
         return out
 
-    def vector_top(self, qvec: np.ndarray, want: int, context: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def vector_top(self, qvec: np.ndarray, want: int, context: Context = NO_CONTEXT) -> tuple[np.ndarray, np.ndarray]:
         if self.n_vectors == 0 or want <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         vrows = self._base_candidates(qvec, want)
         vrows = np.concatenate([vrows, self.nbv + np.arange(self.delta.matrix.shape[0], dtype=np.int64)])
         sims = self.vectors(vrows) @ qvec
         rows = self.vec_pos[vrows]
-        if context > 0:
+        if any(context):
             nb = np.unique(np.concatenate([self.prev[rows], self.next[rows]]))
             nb = nb[nb >= 0]
             known = dict(zip(rows.tolist(), sims.tolist(), strict=True))
@@ -444,7 +451,7 @@ class PersistedTableIndex(TableIndex):
             def near(idx: np.ndarray) -> np.ndarray:
                 return np.array([known.get(i, 0.0) if i >= 0 else 0.0 for i in idx.tolist()], dtype=np.float32)
 
-            sims = sims + context * (near(self.prev[rows]) + near(self.next[rows]))
+            sims = sims + context[0] * near(self.prev[rows]) + context[1] * near(self.next[rows])
         k = min(want, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
@@ -465,18 +472,12 @@ class PersistedTableIndex(TableIndex):
         top = top[top >= 0]
         return np.sort(top[~self.dead_vec[top]])
 
-    def lexical_scores(self, query: str, context: float = 0.0) -> np.ndarray:
+    def lexical_scores(self, query: str, context: Context = NO_CONTEXT) -> np.ndarray:
         base, delta = bm25_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
                                   self._norms)
         scores = np.concatenate([base, delta])
-        if context > 0 and scores.size:
-            prev, nxt = self.prev, self.next
-            add = np.zeros_like(scores)
-            ok = prev >= 0
-            add[ok] += scores[prev[ok]]
-            ok = nxt >= 0
-            add[ok] += scores[nxt[ok]]
-            scores = scores + context * add
+        if any(context) and scores.size:
+            scores = scores + context[0] * gather(scores, self.prev) + context[1] * gather(scores, self.next)
         return scores
 
 

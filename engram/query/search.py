@@ -22,12 +22,13 @@ from engram.query.common import (
     utcnow,
 )
 from engram.query.persisted import table_index
-from engram.query.vector_index import TableIndex
+from engram.query.vector_index import NO_CONTEXT, Context, TableIndex
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
+from engram.text.time_window import TimeWindow, in_any, query_windows
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +37,24 @@ METHODS = ("hybrid", "vector", "lexical")
 MODES = ("active", "passive")
 # Fusion constants, chosen on the LoCoMo development split (bench/locomo.py) and kept general:
 # a small RRF k rewards agreement at the top; lexical evidence weighs a bit more than MiniLM cosine
-# on conversational text; a turn borrows a quarter of its session neighbours' scores, because an
-# answer often sits next to the turn that shares the question's words.
+# on conversational text; a turn borrows part of its session neighbours' scores, because an
+# answer often sits next to the turn that shares the question's words: mostly the turn before it
+# (the question it answers), less the turn after (CONTEXT: before, after). CONTEXT was chosen
+# leave-one-conversation-out on the five LoCoMo dev conversations (bench/LOCOMO.md).
 RRF_K = 10
 RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
-CONTEXT_WEIGHT = 0.25
+CONTEXT: Context = (0.75, 0.25)
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 STALE_STATUSES = {"superseded", "retracted"}
 STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
 MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per table
+# A question that names a time ("on 9 November, 2022", "last week") ranks the rows dated inside it a
+# third time, among themselves, fused like the other two rankings; WINDOW_CAP bounds the rows read.
+RRF_WEIGHT_TIME = 1.0
+WINDOW_CAP = 20_000
+WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fact_ids_in_window"}
 
 
 @dataclass
@@ -128,6 +136,7 @@ def search_memory(
         min_confidence=settings.deprecate_below if mode == "active" else settings.passive_min_confidence,
         decay_rate=settings.decay_rate,
     )
+    windows = query_windows(query, filters.at)
     qvec = None
     if method != "lexical":
         vectors, embedder = embed_query(settings, [query], embedder)
@@ -138,18 +147,21 @@ def search_memory(
         embedder = embedders.from_settings(settings)
     if con is None:
         with db.open_reader(settings) as own:
-            return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
-    return _search(con, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method)
+            return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method,
+                           windows)
+    return _search(con, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method, windows)
 
 
 def _search(
     con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
-    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str,
+    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str, windows: list[TimeWindow],
 ) -> list[Hit]:
     if "facts" not in tables:
-        hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f, method)
+        hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f, method,
+                                   windows=windows)
     else:
-        hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f, method)
+        hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f, method,
+                                   windows)
     log.info("search: %d hit(s) from %s", len(hits), ",".join(tables))
     return hits
 
@@ -157,14 +169,15 @@ def _search(
 def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
     limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
+    windows: list[TimeWindow] | None = None,
 ) -> list[Hit]:
     index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim)
-    return search_table(con, settings, index, query, qvec, limit, f, method, also)
+    return search_table(con, settings, index, query, qvec, limit, f, method, also, windows)
 
 
 def _search_units(
     con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
-    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str,
+    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str, windows: list[TimeWindow],
 ) -> list[Hit]:
     """Memory units: a fact with its source episodes folded under it, or (search_type both) an episode
     no returned fact covers.
@@ -174,7 +187,7 @@ def _search_units(
     rank to one fact only (its best-ranked statement), so one turn never fills several slots.
     """
     pool = max(3 * limit, MIN_CANDIDATES)
-    episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method)
+    episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows)
     links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id,
                     episode_ids=[h.id for h in episodes]) if episodes else []
     facts_of: dict[str, list[str]] = defaultdict(list)
@@ -195,7 +208,7 @@ def _search_units(
             ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
             ep.status = "superseded"
     linked = sorted({fid for _, fid, *_ in links})
-    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool, f, method, linked)
+    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool, f, method, linked, windows)
     fact_by_id = {h.id: h for h in facts}
     inherited: dict[str, float] = {}
     folded: dict[str, list[Hit]] = defaultdict(list)
@@ -231,17 +244,22 @@ def _search_units(
 def search_table(
     con: db.Connection, settings: Settings, index: TableIndex, query: str, qvec: np.ndarray | None,
     limit: int, f: candidates.Filters, method: str = "hybrid", also: list[str] | None = None,
+    windows: list[TimeWindow] | None = None,
 ) -> list[Hit]:
-    """Rank one table: candidates from both rankings (plus the rows `also` names), symbolic filters,
-    fusion, diversity."""
+    """Rank one table: candidates from both rankings (plus the rows `also` names, and the best rows
+    dated inside a time the query names), symbolic filters, fusion, diversity."""
     if index.n == 0:
         return []
-    context = CONTEXT_WEIGHT if index.table == "episodes" else 0.0
+    windows = windows or []
+    context = CONTEXT if index.table == "episodes" else NO_CONTEXT
     lex = index.lexical_scores(query, context) if method != "vector" else None
     cap = max(min(settings.db_limit, index.n), 1)
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
+    dated = _window_positions(con, index, f.user_id, windows)
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method)
+        if len(dated):
+            rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated)
         rows = sorted(set(rows) | {int(p) for p in index.positions(also or []) if p >= 0})
         kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
@@ -249,18 +267,34 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    return _rank(index, kept, qvec, lex, limit, f, settings, context, method)
+    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows)
+
+
+def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]) -> np.ndarray:
+    """Index positions of the tenant's rows dated inside the windows (at most WINDOW_CAP per window)."""
+    if not windows or index.table not in WINDOW_SQL:
+        return np.zeros(0, dtype=np.int64)
+    ids = [r[0] for w in windows for r in db.rows(con, WINDOW_SQL[index.table], user_id=user_id, start=w.start,
+                                                   end=w.end, cap=WINDOW_CAP)]
+    pos = index.positions(ids)
+    return np.unique(pos[pos >= 0])
 
 
 def _candidate_rows(
-    index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: float, method: str,
+    index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: Context, method: str,
+    among: np.ndarray | None = None,
 ) -> list[int]:
+    """The `want` best rows by each ranking the method uses (of all rows, or of the positions `among`)."""
     rows: set[int] = set()
     if method != "lexical" and qvec is not None:
-        top, _ = index.vector_top(qvec, want, context)
+        if among is None:
+            top, _ = index.vector_top(qvec, want, context)
+        else:
+            sims = index.similarities(qvec, among)
+            top = among[np.argsort(-sims, kind="stable")[:want]]
         rows.update(top.tolist())
     if lex is not None:
-        pos = np.flatnonzero(lex > 0)
+        pos = np.flatnonzero(lex > 0) if among is None else among[lex[among] > 0]
         if len(pos) > want:
             pos = pos[np.argpartition(-lex[pos], want - 1)[:want]]
         rows.update(pos.tolist())
@@ -278,7 +312,8 @@ def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 
 def _rank(
     index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
-    limit: int, f: candidates.Filters, settings: Settings, context: float, method: str,
+    limit: int, f: candidates.Filters, settings: Settings, context: Context, method: str,
+    windows: list[TimeWindow] | None = None,
 ) -> list[Hit]:
     ids = sorted(kept)
     pos = index.positions(ids)
@@ -286,10 +321,10 @@ def _rank(
     if qvec is not None:
         sims = index.similarities(qvec, pos)
         ctx = sims.copy()
-        if context > 0:
-            for nb in (index.prev[pos], index.next[pos]):
-                ok = nb >= 0
-                ctx[ok] += context * index.similarities(qvec, nb[ok])
+        for weight, nb in zip(context, (index.prev[pos], index.next[pos]), strict=True):
+            ok = nb >= 0
+            if weight > 0 and ok.any():
+                ctx[ok] += weight * index.similarities(qvec, nb[ok])
     else:
         sims = ctx = np.zeros(len(pos), dtype=np.float32)
     conf = np.array([float(kept[i].get("confidence", EPISODE_CONFIDENCE) or 0.0) for i in ids])
@@ -306,6 +341,11 @@ def _rank(
         score += np.where(lrank > 0, RRF_WEIGHT_LEXICAL / (RRF_K + lrank), 0.0)
     if method == "vector":
         score = np.where(has_vec, relevance, 0.0)
+    if windows:
+        # the rows dated inside the time asked about, ranked among themselves by the fused score
+        inside = np.array([in_any(windows, _stated_at(kept[i])) for i in ids]) & (score > 0)
+        trank = _ranks(score, inside)
+        score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
     order = np.argsort(-score, kind="stable")
     cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
     if has_vec.any():

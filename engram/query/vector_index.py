@@ -25,6 +25,9 @@ TABLES = ("episodes", "facts", "kg_entities")
 EXACT_LIMIT = 200_000       # up to this many vectors a query is one exact matmul
 SKETCH_RESCORE = 4_000      # sketch candidates rescored exactly above EXACT_LIMIT
 MAX_CACHED = 64             # indexes kept per process (least recently used dropped)
+# How much a row borrows of its session neighbours' scores: (the row before it, the row after it)
+Context = tuple[float, float]
+NO_CONTEXT: Context = (0.0, 0.0)
 
 
 @dataclass
@@ -89,10 +92,11 @@ class TableIndex:
             out[has] = self.matrix[vr[has]] @ qvec
         return out
 
-    def vector_top(self, qvec: np.ndarray, want: int, context: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def vector_top(self, qvec: np.ndarray, want: int, context: Context = NO_CONTEXT) -> tuple[np.ndarray, np.ndarray]:
         """The `want` best rows by (context-smoothed) cosine: (row positions, scores), best first.
 
-        With context > 0 a row's score adds context x the cosine of its neighbours in the session.
+        With a context, a row's score adds context[0] x the cosine of the row before it in the session
+        and context[1] x that of the row after it.
         """
         n_vec = self.matrix.shape[0]
         if n_vec == 0 or want <= 0:
@@ -104,7 +108,7 @@ class TableIndex:
             sketch_rows = self._sketch_top(qvec, max(SKETCH_RESCORE, 20 * want))
             rows = self.vec_pos[sketch_rows]
             sims = self.matrix[sketch_rows] @ qvec
-        if context > 0:
+        if any(context):
             full = np.zeros(self.n, dtype=np.float32)
             full[rows] = sims
             # neighbours outside `rows` (sketch path) are scored exactly as well
@@ -113,17 +117,17 @@ class TableIndex:
             missing = nb[full[nb] == 0]
             if len(missing):
                 full[missing] = self.similarities(qvec, missing)
-            sims = sims + context * (_gather(full, self.prev[rows]) + _gather(full, self.next[rows]))
+            sims = sims + context[0] * gather(full, self.prev[rows]) + context[1] * gather(full, self.next[rows])
         k = min(want, len(rows))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
         top = top[np.argsort(-sims[top], kind="stable")]
         return rows[top].astype(np.int64), sims[top].astype(np.float32)
 
-    def lexical_scores(self, query: str, context: float = 0.0) -> np.ndarray:
+    def lexical_scores(self, query: str, context: Context = NO_CONTEXT) -> np.ndarray:
         """BM25 of every row for the query, optionally smoothed with session neighbours."""
         scores = self.bm25.score(tokenize(query))
-        if context > 0 and scores.size:
-            scores = scores + context * (_gather(scores, self.prev) + _gather(scores, self.next))
+        if any(context) and scores.size:
+            scores = scores + context[0] * gather(scores, self.prev) + context[1] * gather(scores, self.next)
         return scores
 
     def _sketch_top(self, qvec: np.ndarray, want: int) -> np.ndarray:
@@ -152,7 +156,7 @@ def _sign_words(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64)
 
 
-def _gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     out = np.zeros(len(idx), dtype=np.float32)
     ok = idx >= 0
     out[ok] = values[idx[ok]]

@@ -166,3 +166,33 @@ def test_stale_rowids_are_detected_and_the_index_rebuilt(settings, con):
     builds = CACHE.builds
     assert ids(search_memory("violin lesson", "episodes", 1, "u1", settings=settings, con=con)) == ["a"]
     assert CACHE.builds == builds + 1
+
+
+def test_a_date_in_the_question_ranks_what_was_said_then_first(settings, con):
+    # the same words said twice, months apart; the question names the day of the second
+    seed_episodes(settings, con, [
+        {"id": "may", "content": "We baked a lemon cake for the party.", "session_id": "s1",
+         "created_at": "2023-05-07T18:00:00"},
+        {"id": "nov", "content": "We baked a lemon cake for the party.", "session_id": "s2",
+         "created_at": "2023-11-09T18:00:00"},
+        {"id": "noise", "content": "The bus was late again.", "session_id": "s2", "created_at": "2023-11-09T18:05:00"},
+    ])
+    for day, first in (("9 November, 2023", "nov"), ("May 7, 2023", "may")):
+        hits = search_memory(f"What cake did we bake on {day}?", "episodes", 2, "u1", settings=settings, con=con)
+        assert ids(hits)[0] == first
+        assert hits[0].date.date().isoformat() == {"nov": "2023-11-09", "may": "2023-05-07"}[first]
+
+
+def test_an_answer_borrows_more_from_the_question_before_it_than_from_the_turn_after(settings, con):
+    seed_episodes(settings, con, [
+        {"id": "q", "content": "How long have you had the turtles?", "session_id": "s1"},
+        {"id": "z_answer", "content": "Three years now, they bring me joy.", "session_id": "s1"},
+        {"id": "b", "content": "Nice, mine is a parrot.", "session_id": "s1"},
+        {"id": "a_before", "content": "Look at my new pets!", "session_id": "s0"},
+        {"id": "tq", "content": "How long have you had the turtles?", "session_id": "s0"},
+    ])
+    hits = search_memory("how long has he had the turtles", "episodes", 5, "u1", settings=settings, con=con,
+                         method="lexical")
+    order = ids(hits)
+    # both border a turn that matches; the answer follows it (ids would break a tie the other way)
+    assert order.index("z_answer") < order.index("a_before")

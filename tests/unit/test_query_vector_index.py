@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engram.query import vector_index
 from engram.query.vector_index import TableIndex, _neighbours
@@ -44,9 +45,19 @@ def test_vector_top_is_exact_and_skips_rows_without_vectors():
 def test_context_lifts_the_neighbour_of_a_strong_match():
     m = np.eye(6, 8, dtype=np.float32)
     idx = make_index(m, sessions=["s", "s", "s", "s", "t", "t"])
-    rows, scores = idx.vector_top(m[3], 3, context=0.5)
+    rows, scores = idx.vector_top(m[3], 3, context=(0.5, 0.5))
     assert rows.tolist()[:2] == [3, 2]  # row 4 is in another session: it borrows nothing
     assert scores.tolist() == [1.0, 0.5, 0.0]
+
+
+def test_context_weighs_the_row_before_and_the_row_after_apart():
+    m = np.eye(6, 8, dtype=np.float32)
+    idx = make_index(m, sessions=["s", "s", "s", "s", "t", "t"])
+    _, scores = idx.vector_top(m[1], 3, context=(0.4, 0.1))
+    assert scores.tolist() == pytest.approx([1.0, 0.4, 0.1])  # row 2 follows the match, row 0 precedes it
+    rows, _ = idx.vector_top(m[1], 3, context=(0.4, 0.1))
+    assert rows.tolist() == [1, 2, 0]
+    assert idx.lexical_scores("nothing", (0.4, 0.1)).shape == (6,)
 
 
 def test_sketch_path_agrees_with_exact(monkeypatch):
