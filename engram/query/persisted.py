@@ -51,7 +51,7 @@ from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: prev links a row to the row before it only when that row asks a question
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
 ANN_CONNECTIVITY = 16

@@ -38,9 +38,10 @@ MODES = ("active", "passive")
 # Fusion constants, chosen on the LoCoMo development split (bench/locomo.py) and kept general:
 # a small RRF k rewards agreement at the top; lexical evidence weighs a bit more than MiniLM cosine
 # on conversational text; a turn borrows part of its session neighbours' scores, because an
-# answer often sits next to the turn that shares the question's words: mostly the turn before it
-# (the question it answers), less the turn after (CONTEXT: before, after). CONTEXT was chosen
-# leave-one-conversation-out on the five LoCoMo dev conversations (bench/LOCOMO.md).
+# answer sits next to the turn that shares the question's words: a turn after a question borrows
+# much of the question's score, and any turn a little of the turn after it (CONTEXT: before, after;
+# the index links a row to the row before it only when that row asks something). The weights were
+# checked leave-one-conversation-out on the five LoCoMo dev conversations (bench/LOCOMO_LOCO.md).
 RRF_K = 10
 RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
@@ -208,7 +209,9 @@ def _search_units(
             ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
             ep.status = "superseded"
     linked = sorted({fid for _, fid, *_ in links})
-    facts = _search_one(con, settings, "facts", query, qvec, embedder, pool, f, method, linked, windows)
+    # without episodes to lend their scores the facts' order cannot change: the top `limit` suffice
+    fact_pool = pool if links else limit
+    facts = _search_one(con, settings, "facts", query, qvec, embedder, fact_pool, f, method, linked, windows)
     fact_by_id = {h.id: h for h in facts}
     inherited: dict[str, float] = {}
     folded: dict[str, list[Hit]] = defaultdict(list)

@@ -43,7 +43,7 @@ class TableIndex:
     matrix: np.ndarray          # float32 [n_vec, dim], rows L2-normalised
     vec_row: np.ndarray         # int64 [n]: row of matrix or -1 when the row has no usable vector
     vec_pos: np.ndarray         # int64 [n_vec]: position of each matrix row in ids
-    prev: np.ndarray            # int64 [n]: previous row of the same session, or -1
+    prev: np.ndarray            # int64 [n]: previous row of the same session if it asks a question, or -1
     next: np.ndarray            # int64 [n]: next row of the same session, or -1
     pos: dict[str, int] = field(default_factory=dict)
     _bm25: BM25 | None = None
@@ -163,14 +163,17 @@ def gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def _neighbours(sessions: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+def _neighbours(sessions: list[str | None], texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's session neighbours: the row before it when that row asks a question (this row is its
+    answer and borrows its words), and the row after it."""
     n = len(sessions)
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     for i in range(1, n):
         if sessions[i] is not None and sessions[i] == sessions[i - 1]:
-            prev[i] = i - 1
             nxt[i - 1] = i
+            if "?" in (texts[i - 1] or ""):
+                prev[i] = i - 1
     return prev, nxt
 
 
@@ -198,9 +201,10 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     vec_pos = np.flatnonzero(valid).astype(np.int64)
     vec_row = np.full(len(ids), -1, dtype=np.int64)
     vec_row[vec_pos] = np.arange(len(vec_pos))
-    prev, nxt = _neighbours(sessions)
+    texts = arrow.column("text").to_pylist()
+    prev, nxt = _neighbours(sessions, texts)
     return TableIndex(
-        table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=arrow.column("text").to_pylist(),
+        table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=texts,
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
         pos={i: p for p, i in enumerate(ids)},
     )

@@ -9,14 +9,16 @@ from engram.query import vector_index
 from engram.query.vector_index import TableIndex, _neighbours
 
 
-def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has=None) -> TableIndex:
+def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has=None,
+               texts: list[str] | None = None) -> TableIndex:
     n = matrix.shape[0]
     has = np.ones(n, dtype=bool) if has is None else np.asarray(has)
     vec_pos = np.flatnonzero(has)
     vec_row = np.full(n, -1)
     vec_row[vec_pos] = np.arange(len(vec_pos))
-    prev, nxt = _neighbours(sessions or [None] * n)
-    return TableIndex("episodes", (), ("test",), np.arange(n), [f"r{i}" for i in range(n)], ["x"] * n,
+    texts = texts or ["x?"] * n  # every row asks: each row borrows from the row before it
+    prev, nxt = _neighbours(sessions or [None] * n, texts)
+    return TableIndex("episodes", (), ("test",), np.arange(n), [f"r{i}" for i in range(n)], list(texts),
                       np.ascontiguousarray(matrix[has]), vec_row, vec_pos, prev, nxt)
 
 
@@ -26,7 +28,7 @@ def unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
 
 
 def test_neighbours_stay_inside_a_session():
-    prev, nxt = _neighbours(["a", "a", "b", None, None])
+    prev, nxt = _neighbours(["a", "a", "b", None, None], ["q?"] * 5)
     assert prev.tolist() == [-1, 0, -1, -1, -1]
     assert nxt.tolist() == [1, -1, -1, -1, -1]
 
@@ -58,6 +60,15 @@ def test_context_weighs_the_row_before_and_the_row_after_apart():
     rows, _ = idx.vector_top(m[1], 3, context=(0.4, 0.1))
     assert rows.tolist() == [1, 2, 0]
     assert idx.lexical_scores("nothing", (0.4, 0.1)).shape == (6,)
+
+
+def test_a_row_borrows_from_the_row_before_only_when_that_row_asks():
+    m = np.eye(4, 8, dtype=np.float32)
+    idx = make_index(m, sessions=["s"] * 4, texts=["Where did you go?", "To Oslo.", "Nice trip.", "Thanks!"])
+    assert idx.prev.tolist() == [-1, 0, -1, -1]  # only the answer to the question links back
+    assert idx.next.tolist() == [1, 2, 3, -1]
+    rows, _ = idx.vector_top(m[2], 2, context=(0.5, 0.5))
+    assert rows.tolist() == [2, 1]  # "To Oslo." borrows from the turn after it; "Thanks!" borrows nothing
 
 
 def test_sketch_path_agrees_with_exact(monkeypatch):
