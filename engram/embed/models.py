@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,7 +19,7 @@ from engram.store.vectors import l2_normalize, validate_vectors
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_MAX_TOKENS = 256
 VOCAB_PATH = Path(__file__).resolve().parent.parent / "resources" / "minilm_vocab.txt"
-MINILM_CHUNK = 16  # texts per ONNX call, grouped by length (padding to a long text wastes the rest)
+MINILM_CHUNK = 16  # texts per ONNX run, of similar token length (bench/EMBED.md: 32 pads more for no gain)
 GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
 
 
@@ -74,38 +76,75 @@ class MiniLMEmbedder:
             _check_sha256(model_path, MINILM_SHA256)
         if not Path(model_path).is_file():
             raise EmbedderUnavailable(f"embedding model file not found: {model_path}")
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        # no busy-waiting between ops: on shared cores spinning threads starve each other (~2x slower)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(model_path), _session_options(ort), providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise EmbedderUnavailable(f"cannot load embedding model {model_path}: {exc}") from exc
         self._tokenizer = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
         self._tokenizer.enable_truncation(MINILM_MAX_TOKENS)
         self.model = model
         self.dim = int(self._session.get_outputs()[0].shape[-1])
+        self.workers = min(2, os.cpu_count() or 1)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors in the order of `texts`; runs chunks of similar token length, `workers` at a time."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(texts)
-        lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(lengths, kind="stable")
+        encodings = [e.ids for e in self._tokenizer.encode_batch(texts)]
         pooled = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), MINILM_CHUNK):
-            idx = order[start : start + MINILM_CHUNK]
-            ids = np.zeros((len(idx), int(lengths[idx].max())), dtype=np.int64)  # 0 is [PAD]
-            for row, i in enumerate(idx):
-                ids[row, : lengths[i]] = encodings[i].ids
-            mask = (np.arange(ids.shape[1]) < lengths[idx][:, None]).astype(np.int64)
-            (hidden,) = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )
-            weights = mask[:, :, None].astype(np.float32)
-            pooled[idx] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        chunks = length_chunks([len(ids) for ids in encodings], MINILM_CHUNK, self.workers)
+
+        def run(idx: np.ndarray) -> None:
+            pooled[idx] = self._pooled([encodings[i] for i in idx])
+
+        if len(chunks) == 1:
+            run(chunks[0])
+        else:
+            with ThreadPoolExecutor(self.workers) as pool:
+                list(pool.map(run, chunks))
         return l2_normalize(pooled)
+
+    def _pooled(self, token_ids: list[list[int]]) -> np.ndarray:
+        """Mean of the last hidden state over each text's own tokens (padding masked out)."""
+        lengths = np.array([len(ids) for ids in token_ids])
+        ids = np.zeros((len(token_ids), int(lengths.max())), dtype=np.int64)  # 0 is [PAD]
+        for row, row_ids in enumerate(token_ids):
+            ids[row, : lengths[row]] = row_ids
+        mask = (np.arange(ids.shape[1]) < lengths[:, None]).astype(np.int64)
+        (hidden,) = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )
+        weights = mask[:, :, None].astype(np.float32)
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+def length_chunks(lengths: list[int], size: int, workers: int = 1) -> list[np.ndarray]:
+    """Indices sorted by length, cut into even chunks of at most `size` (a multiple of `workers` of them).
+
+    Sorting first means each chunk pads only to its own longest text; an even count keeps
+    every worker busy to the end.
+    """
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    n = -(-len(order) // size)
+    n = min(len(order), -(-n // workers) * workers)
+    return [chunk for chunk in np.array_split(order, max(n, 1)) if len(chunk)]
+
+
+def _session_options(ort: Any) -> Any:
+    """One thread per run (runs go in parallel instead) and basic graph optimisations.
+
+    Measured on 2 shared cores (bench/EMBED.md): a run split over 2 threads waits at each of its
+    hundreds of small ops for the slower thread, so 2 one-thread runs side by side do more work per
+    CPU-second. ENABLE_BASIC (constant folding of the int8 weights, no fusions) runs at least as fast
+    as ENABLE_ALL, builds the session faster, and changes vectors by < 1e-6.
+    """
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return options
 
 
 class GeminiEmbedder:
