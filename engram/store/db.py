@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import random
 import time
@@ -24,6 +25,7 @@ from engram.store.presence import missing_store_error
 SQL_DIR = Path(resources.files("engram.sql"))
 
 Connection = duckdb.DuckDBPyConnection
+log = logging.getLogger(__name__)
 
 
 @cache
@@ -231,6 +233,8 @@ class StoreHold:
     Opening the file and checkpointing it on close cost ~50-80 ms, as much as a small tenant's
     stages; a flow pays it once per max_s instead of once per tenant. Each reopen checkpoints the
     WAL into the file and lets a process waiting for the lock in (if it retries in that moment).
+    A failed (re)open only loses the speed-up: each unit then opens the store itself, and fails
+    or not on its own, so one unit's trouble with the store never stops the others.
     """
 
     def __init__(self, settings: Any, max_s: float) -> None:
@@ -246,14 +250,23 @@ class StoreHold:
         self._close()
 
     def _open(self) -> None:
-        self._stack = ExitStack()
-        self._stack.enter_context(held_open(self.settings))
         self._since = time.monotonic()
+        stack = ExitStack()
+        try:
+            stack.enter_context(held_open(self.settings))
+        except Exception as exc:  # noqa: BLE001 - see the class docstring; retried at the next renew
+            log.warning("store not held across units (%s); each opens it itself", type(exc).__name__)
+            return
+        self._stack = stack
 
     def _close(self) -> None:
-        if self._stack is not None:
-            self._stack.close()
-            self._stack = None
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return
+        try:
+            stack.close()
+        except Exception as exc:  # noqa: BLE001 - the units' writes are committed; a failed checkpoint loses nothing
+            log.warning("closing the held store failed (%s)", type(exc).__name__)
 
     def renew(self, force: bool = False) -> None:
         """Close and reopen the store once it has been held max_s (or now, with force: after a failure)."""

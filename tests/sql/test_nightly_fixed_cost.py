@@ -128,3 +128,14 @@ def test_after_the_hold_a_removed_store_is_not_recreated(settings) -> None:
     with pytest.raises(StoreError):
         with db.open_store(settings):
             pass
+
+
+def test_a_store_that_cannot_be_held_only_loses_the_hold(settings) -> None:
+    blocker = Path(settings.db_path).parent / "not-a-dir"
+    blocker.write_text("a file where the store's folder must go")
+    unopenable = settings.model_copy(update={"db_path": blocker / "engram.duckdb"})
+    with db.StoreHold(unopenable, max_s=0) as hold:  # no error: each unit opens (and fails on) its own
+        hold.renew(force=True)
+        with pytest.raises(OSError):
+            with db.open_store(unopenable):
+                pass
