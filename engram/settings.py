@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     hold_store_open: bool = Field(
         True, description="Keep the store open across one tenant's nightly stages (faster; other processes wait meanwhile)."
     )
+    hold_store_max_s: float = bounded(
+        5.0, 0.0, 600.0, "The nightly flow keeps the store open across tenants, reopening it after this many "
+        "seconds (a checkpoint; 0 = reopen for every tenant). Needs hold_store_open.")
+    nightly_tasks: Literal["tenant", "stage"] = Field(
+        "tenant", description="Prefect tasks of the nightly flow: one per tenant (its stages run inside; one log "
+        "line with each stage's counts, or the failing stage) or one per stage per tenant (8x the task runs).")
     snapshot_dir: Path | None = Field(
         None, description="Read snapshots for analysts and `engram sql` (default: snapshots/ beside the store)."
     )

@@ -11,11 +11,12 @@ from prefect import flow, get_run_logger
 from engram.consolidate.report import utc_naive
 from engram.consolidate.stages import choose_stages, tenants_with_work
 from engram.flows.artifacts import publish_run_artifacts
-from engram.settings import load_settings
-from engram.store.db import held_open
+from engram.settings import Settings, load_settings
+from engram.store.db import StoreHold, held_open
 from engram.store.runs import (
     LeaseHeld,
     error_text,
+    failed_tenants,
     make_run_id,
     run_steps,
     tenant_failure,
@@ -62,28 +63,39 @@ def nightly_consolidation(
     if batch_mode:  # last run's job first: its decisions and facts feed this run's stages
         batch["collect"] = llm_batch.collect_llm_batches(settings, run_id, as_of)
     tenants = [user_id] if user_id else tenants_with_work(settings, as_of)
-    logger.info("run %s: %d tenant(s), stages %s, dry_run=%s", run_id, len(tenants), chosen, dry_run)
+    logger.info("run %s: %d tenant(s), stages %s, dry_run=%s, one task per %s", run_id, len(tenants), chosen,
+                dry_run, settings.nightly_tasks)
     results: dict[str, Any] = {}
-    for tenant in tenants:
-        shard = settings_for_tenant(settings, tenant)  # the tenant's shard file (db_path when unsharded)
-        try:
-            with held_open(shard), tenant_lease(shard, tenant, run_id):  # one open store per tenant
-                results[tenant] = run_steps(shard, tenant, run_id, as_of, {
-                    stage: partial(STAGE_TASKS[stage], shard, tenant, run_id, as_of, dry_run) for stage in chosen
-                }, dry_run)
-        except LeaseHeld as exc:
-            logger.warning("skipped tenant %s: %s", tenant, exc)
-            results[tenant] = {"skipped": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
-            logger.error("tenant %s failed: %s", tenant, error_text(exc))
-            results[tenant] = tenant_failure(exc)
+    store = settings_for_tenant(settings, user_id) if user_id else settings  # unsharded here: one file
+    with StoreHold(store, settings.hold_store_max_s) as hold:  # one open of the file per few seconds of tenants
+        for tenant in tenants:
+            try:
+                results[tenant] = consolidate_one(store, tenant, run_id, as_of, chosen, dry_run)
+            except LeaseHeld as exc:
+                logger.warning("skipped tenant %s: %s", tenant, exc)
+                results[tenant] = {"skipped": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - any failure is the tenant's alone: recorded, the others go on
+                logger.error("tenant %s failed: %s", tenant, error_text(exc))
+                results[tenant] = tenant_failure(exc)
+            hold.renew(force="failed" in results[tenant])  # the next tenant never inherits a broken open store
     if batch_mode:  # one job for every tenant's LLM work of this run, collected by the next run
         batch["submit"] = llm_batch.submit_llm_batch(settings, run_id, as_of, user_id)
-    snapshot = publish_read_snapshot(settings, run_id, dry_run, results)
+    snapshot = publish_read_snapshot(settings, run_id, dry_run, failed_tenants(results))
     publish_run_artifacts(run_id, as_of, dry_run, results, batch or None)
     out = {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "tenants": results,
            "snapshot": snapshot}
     return {**out, "llm_batch": batch} if batch else out
+
+
+def consolidate_one(settings: Settings, tenant: str, run_id: str, as_of: datetime, stages: list[str],
+                    dry_run: bool) -> dict[str, Any]:
+    """One tenant: one consolidate-tenant task, or (ENGRAM_NIGHTLY_TASKS=stage) one task per stage."""
+    if settings.nightly_tasks == "tenant":
+        return t.consolidate_tenant(settings, tenant, run_id, as_of, stages, dry_run)
+    with held_open(settings), tenant_lease(settings, tenant, run_id):
+        return run_steps(settings, tenant, run_id, as_of, {
+            stage: partial(STAGE_TASKS[stage], settings, tenant, run_id, as_of, dry_run) for stage in stages
+        }, dry_run)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from engram.consolidate.stages import choose_stages
 from engram.errors import InvalidInput
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
-from engram.store.runs import make_run_id
+from engram.store.runs import failed_tenants, make_run_id
 from engram.tasks.sharded import consolidate_shard
 from engram.tasks.snapshot import publish_read_snapshot
 
@@ -52,7 +52,7 @@ def sharded_nightly(
     for future in futures:
         results.update(future.result())
     results = dict(sorted(results.items()))
-    snapshot = publish_read_snapshot(settings, run_id, dry_run, results)
+    snapshot = publish_read_snapshot(settings, run_id, dry_run, failed_tenants(results))
     publish_run_artifacts(run_id, as_of, dry_run, results)
     return {"run_id": run_id, "as_of": as_of.isoformat(), "dry_run": dry_run, "shards": picked, "tenants": results,
             "snapshot": snapshot}

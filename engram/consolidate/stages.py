@@ -64,6 +64,7 @@ class StageContext:
     run_id: str
     as_of: datetime
     dry_run: bool = False
+    checked: bool = False  # run_steps already skipped this run's completed stages: run_stage need not look
 
 
 def vectors_of(column: pa.ChunkedArray | pl.Series, dim: int) -> np.ndarray:
@@ -83,10 +84,11 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, 
     """
     started = datetime.now()
     t0 = time.perf_counter()
-    with db.open_store(ctx.settings) as con:
-        done = completed_counts(con, ctx.run_id, ctx.user_id, stage)
-    if done is not None:
-        return {**done, "skipped": True}
+    if not ctx.checked:
+        with db.open_store(ctx.settings) as con:
+            done = completed_counts(con, ctx.run_id, ctx.user_id, stage)
+        if done is not None:
+            return {**done, "skipped": True}
     counts, writer = body()
     counts["seconds"] = round(time.perf_counter() - t0, 3)
     if ctx.dry_run:
@@ -639,6 +641,20 @@ def publish(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
     return {"facts_embedded": embedded, "indexes": indexes, "changes": changes.to_dicts()}
 
 
+def stage_summary(counts: dict[str, Any]) -> str:
+    """A log line for a stage's result: its numbers, flags and list sizes, never memory text; or its error."""
+    if "failed" in counts:
+        return f"failed: {counts['failed']}"
+    parts = [f"{k}={v}" for k, v in counts.items() if isinstance(v, int | float)]
+    parts += [f"{k}={len(v)}" for k, v in counts.items() if isinstance(v, list)]
+    return " ".join(parts) or "done"
+
+
+def tenant_summary(results: dict[str, Any]) -> str:
+    """One log line for a tenant's stages: each with its numbers (stage_summary)."""
+    return " ".join(f"{stage}[{stage_summary(counts)}]" for stage, counts in results.items())
+
+
 def run_tenant(
     settings: Settings,
     user_id: str,
@@ -648,13 +664,17 @@ def run_tenant(
     dry_run: bool = False,
     embedder: Embedder | None = None,
     llm: Any = None,
+    on_stage: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Every chosen stage for one tenant, in pipeline order, under the tenant's lease (no Prefect)."""
+    """Every chosen stage for one tenant, in pipeline order, under the tenant's lease (no Prefect).
+
+    on_stage(stage, counts) is called as each stage ends (counts {"failed": error} for the one that raised).
+    """
     from engram import embed as embedders
     from engram.store.runs import run_steps, tenant_lease
 
     embedder = embedder or embedders.from_settings(settings)
-    ctx = StageContext(settings, user_id, run_id, as_of, dry_run)
+    ctx = StageContext(settings, user_id, run_id, as_of, dry_run, checked=True)  # the steps run through run_steps
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "embed": lambda: embed_pending(ctx, embedder),
         "extract": lambda: extract(ctx, embedder, llm),
@@ -662,15 +682,30 @@ def run_tenant(
         "merge": lambda: merge(ctx, embedder),
         "resolve": lambda: resolve(ctx, llm),
         "deprecate": lambda: deprecate(ctx),
-        "archive": lambda: _archive(ctx),
+        "archive": lambda: archive(ctx),
         "publish": lambda: publish(ctx, embedder),
     }
     # one open store for the tenant's stages; a failing stage is recorded on its runs row
     with db.held_open(settings), tenant_lease(settings, user_id, run_id):
-        return run_steps(settings, user_id, run_id, as_of, {s: steps[s] for s in STAGES if s in stages}, dry_run)
+        return run_steps(settings, user_id, run_id, as_of, {s: steps[s] for s in STAGES if s in stages}, dry_run,
+                         on_stage=on_stage)
 
 
-def _archive(ctx: StageContext) -> dict[str, Any]:
-    from engram.archive.ops import archive_due
+def archive(ctx: StageContext) -> dict[str, Any]:
+    """Stage 7: retired rows past retention to the verified archive (engram.archive.ops.archive_due).
 
+    Most tenants have nothing to archive on most nights: one query says so, and the stage returns the
+    zero counts archive_due would return, without its ~10 manifest and due-row reads.
+    """
+    from engram.archive.ops import EXPORT_ORDER, RETIRED, archive_due, utc_naive
+
+    if not ctx.dry_run:
+        with db.open_store(ctx.settings) as con:
+            [(has_work,)] = db.rows(
+                con, "queries/archive_has_work", user_id=ctx.user_id, fact_statuses=list(RETIRED["facts"]),
+                episode_statuses=list(RETIRED["episodes"]),
+                cutoff=utc_naive(ctx.as_of) - timedelta(days=ctx.settings.retention_days))
+        if not has_work:
+            return ({f"exported_{t}": 0 for t in EXPORT_ORDER} | {f"archived_{t}": 0 for t in EXPORT_ORDER}
+                    | {"files": 0, "resumed_rows": 0})
     return archive_due(ctx.settings, ctx.user_id, ctx.as_of, ctx.run_id, dry_run=ctx.dry_run)

@@ -54,14 +54,13 @@ def record_stage(
     watermark: datetime | None = None,
     error: str | None = None,
 ) -> None:
-    """Write the stage's runs row (inside the stage's own write transaction)."""
+    """Write (or replace) the stage's runs row, keeping its LLM usage (inside the stage's own write transaction)."""
     finished = datetime.now()
-    db.execute(
-        con, "queries/record_stage", run_id=run_id, user_id=user_id, stage=stage, status=status,
-        as_of=as_of, started_at=started_at, finished_at=finished, watermark=watermark,
-        counts=json.dumps(counts, default=str), duration_ms=(finished - started_at).total_seconds() * 1000,
-        error=error,
-    )
+    row = dict(run_id=run_id, user_id=user_id, stage=stage, status=status, as_of=as_of, started_at=started_at,
+               finished_at=finished, watermark=watermark, counts=json.dumps(counts, default=str),
+               duration_ms=(finished - started_at).total_seconds() * 1000, error=error)
+    db.execute(con, "queries/update_stage_run", **row)
+    db.execute(con, "queries/insert_stage_run_if_absent", **row)
 
 
 def _holder_is_dead(holder: str) -> bool:
@@ -123,25 +122,55 @@ def record_failure(settings: Any, run_id: str, user_id: str, stage: str, as_of: 
         log.exception("could not record the failure of stage %s for tenant %s", stage, user_id)
 
 
+def recorded_stages(con: db.Connection, run_id: str, user_id: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each stage this run already recorded for the tenant: stage -> (status, counts)."""
+    return {stage: (status, json.loads(counts) if counts else {})
+            for stage, status, counts in db.rows(con, "queries/tenant_run_stages", run_id=run_id, user_id=user_id)}
+
+
+StageReport = Callable[[str, dict[str, Any]], None]  # (stage, its counts, or {"failed": error}) as each ends
+
+
 def run_steps(settings: Any, user_id: str, run_id: str, as_of: datetime,
-              steps: dict[str, Callable[[], dict[str, Any]]], dry_run: bool = False) -> dict[str, Any]:
-    """Run the tenant's stages in order; a stage that raises is recorded as failed, then the error is re-raised."""
+              steps: dict[str, Callable[[], dict[str, Any]]], dry_run: bool = False,
+              on_stage: StageReport | None = None) -> dict[str, Any]:
+    """Run the tenant's stages in order; a stage that raises is recorded as failed, then the error is re-raised.
+
+    The run's recorded stages are read once: a stage already completed returns its counts marked
+    skipped (what the stage itself would return), and only a stage with a 'failed' row clears it.
+    """
+    with db.open_store(settings) as con:
+        recorded = recorded_stages(con, run_id, user_id)
     out: dict[str, Any] = {}
     for stage, step in steps.items():
+        status, counts = recorded.get(stage, ("", {}))
         started = datetime.now()
         try:
-            out[stage] = step()
+            out[stage] = {**counts, "skipped": True} if status == "completed" else step()
         except Exception as exc:
             if not dry_run:
                 record_failure(settings, run_id, user_id, stage, as_of, started, exc)
+            if on_stage is not None:
+                on_stage(stage, {"failed": error_text(exc)})
             raise
-        if not dry_run:  # a retry of this run that succeeds leaves no stale 'failed' row
+        if status == "failed" and not dry_run:  # a retry of this run that succeeds leaves no stale 'failed' row
             with db.open_store(settings) as con:
                 db.execute(con, "queries/clear_failed_stage", run_id=run_id, user_id=user_id, stage=stage)
         log.info("stage %s done", stage, extra={"engram_stage": stage})  # the CLI's progress bar counts these
+        if on_stage is not None:
+            on_stage(stage, out[stage])
     return out
 
 
 def tenant_failure(exc: BaseException) -> dict[str, str]:
     """A failed tenant's entry in a run's results (its runs row names the stage)."""
     return {"failed": error_text(exc)}
+
+
+def failed_tenants(results: dict[str, Any]) -> dict[str, Any]:
+    """Only the failed tenants' entries of a run's results: all the snapshot step looks at.
+
+    Prefect walks every task input; handing it the whole result set (each tenant's changes) cost
+    ~8 ms per tenant in the nightly flow.
+    """
+    return {t: r for t, r in results.items() if isinstance(r, dict) and isinstance(r.get("failed"), str)}
