@@ -692,20 +692,7 @@ def run_tenant(
 
 
 def archive(ctx: StageContext) -> dict[str, Any]:
-    """Stage 7: retired rows past retention to the verified archive (engram.archive.ops.archive_due).
+    """Stage 7: retired rows past retention to the verified archive (engram.archive.ops.archive_due)."""
+    from engram.archive.ops import archive_due
 
-    Most tenants have nothing to archive on most nights: one query says so, and the stage returns the
-    zero counts archive_due would return, without its ~10 manifest and due-row reads.
-    """
-    from engram.archive.ops import EXPORT_ORDER, RETIRED, archive_due, utc_naive
-
-    if not ctx.dry_run:
-        with db.open_store(ctx.settings) as con:
-            [(has_work,)] = db.rows(
-                con, "queries/archive_has_work", user_id=ctx.user_id, fact_statuses=list(RETIRED["facts"]),
-                episode_statuses=list(RETIRED["episodes"]),
-                cutoff=utc_naive(ctx.as_of) - timedelta(days=ctx.settings.retention_days))
-        if not has_work:
-            return ({f"exported_{t}": 0 for t in EXPORT_ORDER} | {f"archived_{t}": 0 for t in EXPORT_ORDER}
-                    | {"files": 0, "resumed_rows": 0})
     return archive_due(ctx.settings, ctx.user_id, ctx.as_of, ctx.run_id, dry_run=ctx.dry_run)
