@@ -346,7 +346,7 @@ def _rank(
         score = np.where(has_vec, relevance, 0.0)
     if windows:
         # the rows dated inside the time asked about, ranked among themselves by the fused score
-        inside = np.array([in_any(windows, _stated_at(kept[i])) for i in ids]) & (score > 0)
+        inside = np.array([in_any(windows, _date_of(kept[i])) for i in ids]) & (score > 0)
         trank = _ranks(score, inside)
         score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
     order = np.argsort(-score, kind="stable")
@@ -416,6 +416,11 @@ def readable_relevance(parts: dict[str, float]) -> float:
     return round(sum(RELEVANCE_WEIGHTS[k] * parts.get(k, 0.0) for k in RELEVANCE_WEIGHTS), 4)
 
 
+def _date_of(row: dict[str, Any]) -> datetime | None:
+    """When what a row states holds: a fact's valid_from (else when it was asserted), an episode's time."""
+    return row.get("valid_from") or row.get("asserted_at") or row.get("created_at")
+
+
 def _stated_at(row: dict[str, Any]) -> datetime | None:
     return row.get("valid_from") or row.get("created_at")
 
@@ -437,5 +442,5 @@ def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relev
         created_at=row.get("created_at"), content_hash=row.get("content_hash") or "",
         tags=list(row.get("tags") or []), status=row.get("status"), role=row.get("role"),
         session_id=row.get("session_id"), kind=row.get("kind"), claim_type=row.get("claim_type"),
-        date=row.get("valid_from") or row.get("asserted_at") or row.get("created_at"), valid_to=row.get("valid_to"),
+        date=_date_of(row), valid_to=row.get("valid_to"),
     )

@@ -157,6 +157,7 @@ def _sign_words(matrix: np.ndarray) -> np.ndarray:
 
 
 def gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """values[idx] as float32, 0 where idx is -1 (no such neighbour)."""
     out = np.zeros(len(idx), dtype=np.float32)
     ok = idx >= 0
     out[ok] = values[idx[ok]]

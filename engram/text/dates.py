@@ -22,7 +22,7 @@ _ANCHOR = re.compile(
 )
 _MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?"
           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_CALENDAR = re.compile(rf"\b(\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})|(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?"
+CALENDAR = re.compile(rf"\b(\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})|(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?"
                        rf"|(?:{_MONTH})\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})\b", re.I)
 # a cheap test before dateparser runs at all (most sentences have no time expression)
 _MAYBE = re.compile(rf"\b(ago|yesterday|today|tonight|tomorrow|last|next|this|weekend|monday|tuesday|wednesday"
@@ -47,7 +47,7 @@ def _search() -> Any:
 
 
 def _is_time_expression(span: str) -> bool:
-    if _ANCHOR.search(span) or _CALENDAR.search(span):
+    if _ANCHOR.search(span) or CALENDAR.search(span):
         return True
     return False  # "7 years" is how long, not when; "may" alone is a verb
 
@@ -65,7 +65,7 @@ def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
     for span, moment in found:
         span = _EDGE_WORDS.sub("", span.strip(" ,.;:!?")).strip()
         if span and _is_time_expression(span):
-            out.append(TimeMention(span, moment, relative=not _CALENDAR.search(span)))
+            out.append(TimeMention(span, moment, relative=not CALENDAR.search(span)))
     return out
 
 

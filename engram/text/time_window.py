@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from engram.text.dates import _CALENDAR, time_mentions
+from engram.text.dates import CALENDAR, time_mentions
 
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 _YEAR_AFTER = re.compile(r",?\s*(?:19|20)\d\d\b")  # "August 3" + ", 2023"
@@ -76,7 +76,7 @@ def query_windows(text: str, now: datetime) -> list[TimeWindow]:
         if window is not None:
             out.append(window)
             taken.append(mention.span.lower())
-    for match in _CALENDAR.finditer(text):  # a date inside a phrase dateparser read as a whole and dropped
+    for match in CALENDAR.finditer(text):  # a date inside a phrase dateparser read as a whole and dropped
         year = _YEAR_AFTER.match(text, match.end())
         span = text[match.start():year.end() if year else match.end()]
         if not any(span.lower() in t for t in taken):
