@@ -70,7 +70,7 @@ from engram.llm.base import (
     estimate_tokens,
     prompt_hash,
 )
-from engram.llm.usage import run_tokens_spent
+from engram.llm.usage import record_run_usage, run_tokens_spent
 from engram.settings import Settings
 from engram.store import db, fact_ops
 from engram.store.crash import crash_point
@@ -351,10 +351,8 @@ def _collect_tenant(settings: Settings, batch: BatchLLM, job_name: str, user_id:
                 db.execute(con, "queries/batch_close_items", job_name=job_name, user_id=user_id, now=now)
         db.execute(con, "queries/batch_close_job", job_name=job_name, user_id=user_id, state=state,
                    provider_state=status.state, run_id=run_id, now=now, error=status.error)
-        if usage.requests:
-            db.execute(con, "queries/record_batch_usage", run_id=run_id, user_id=user_id, stage=STAGE, now=now,
-                       llm_calls=usage.requests, input_tokens=usage.input_tokens,
-                       output_tokens=usage.output_tokens, cost_usd=usage.cost_usd)
+        # collection has no other stage bookkeeping: its runs row is created completed
+        record_run_usage(con, run_id, user_id, STAGE, usage, now, status="completed")
         crash_point("collect:mid_write")
     requeued = [r for rs in requeue.values() for r in rs]
     counts["items_applied"] += sum(r["status"] == "applied" for r in item_rows)

@@ -9,11 +9,11 @@ from engram.store import db
 
 
 def record_run_usage(con: db.Connection, run_id: str, user_id: str, stage: str, usage: Usage,
-                     now: datetime) -> None:
-    """Add a stage's LLM calls, tokens and cost to its runs row (created as 'running' if absent)."""
+                     now: datetime, status: str = "running") -> None:
+    """Add a stage's LLM calls, tokens and cost to its runs row (created with `status` if absent)."""
     if usage.requests == 0:
         return
-    db.execute(con, "queries/record_run_usage", run_id=run_id, user_id=user_id, stage=stage, now=now,
+    db.execute(con, "queries/record_run_usage", run_id=run_id, user_id=user_id, stage=stage, status=status, now=now,
                llm_calls=usage.requests, input_tokens=usage.input_tokens,
                output_tokens=usage.output_tokens, cost_usd=usage.cost_usd)
 

@@ -1,7 +1,9 @@
--- Adds LLM usage to the runs row of one stage (creating it as 'running' if the stage has none yet).
--- Params: $run_id, $user_id, $stage, $now, $llm_calls, $input_tokens, $output_tokens, $cost_usd.
+-- Adds LLM usage to the runs row of one stage, creating it with status $status if the stage has none yet
+-- ('running' for a stage in progress; 'completed' for batch-job collection, which has no other stage
+-- bookkeeping).
+-- Params: $run_id, $user_id, $stage, $status, $now, $llm_calls, $input_tokens, $output_tokens, $cost_usd.
 insert into runs (run_id, user_id, stage, status, as_of, started_at, llm_calls, input_tokens, output_tokens, cost_usd)
-values ($run_id, $user_id, $stage, 'running', $now, $now, $llm_calls, $input_tokens, $output_tokens, $cost_usd)
+values ($run_id, $user_id, $stage, $status, $now, $now, $llm_calls, $input_tokens, $output_tokens, $cost_usd)
 on conflict (run_id, user_id, stage) do update
 set
     llm_calls = runs.llm_calls + excluded.llm_calls,
