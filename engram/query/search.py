@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,8 @@ from engram.text.time_window import TimeWindow, in_any, query_windows
 
 log = logging.getLogger(__name__)
 
+# (score, row ids): a row ranked elsewhere (an episode) lending its score to the rows it stands behind
+Lenders = Sequence[tuple[float, Sequence[str]]]
 SEARCH_TYPES = {"facts": ("facts",), "episodes": ("episodes",), "both": ("facts", "episodes")}
 METHODS = ("hybrid", "vector", "lexical")
 MODES = ("active", "passive")
@@ -170,10 +173,10 @@ def _search(
 def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
     limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
-    windows: list[TimeWindow] | None = None,
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (),
 ) -> list[Hit]:
     index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim)
-    return search_table(con, settings, index, query, qvec, limit, f, method, also, windows)
+    return search_table(con, settings, index, query, qvec, limit, f, method, also, windows, lenders)
 
 
 def _search_units(
@@ -209,23 +212,18 @@ def _search_units(
             ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
             ep.status = "superseded"
     linked = sorted({fid for _, fid, *_ in links})
+    lenders = [(ep.score, facts_of[ep.id]) for ep in episodes if ep.id in facts_of]
     # without episodes to lend their scores the facts' order cannot change: the top `limit` suffice
     fact_pool = pool if links else limit
-    facts = _search_one(con, settings, "facts", query, qvec, embedder, fact_pool, f, method, linked, windows)
+    facts = _search_one(con, settings, "facts", query, qvec, embedder, fact_pool, f, method, linked, windows,
+                        lenders)
     fact_by_id = {h.id: h for h in facts}
-    inherited: dict[str, float] = {}
     folded: dict[str, list[Hit]] = defaultdict(list)
     stands_for = {a: h.id for h in facts for a in h.absorbed}  # a near-duplicate fact -> the fact shown for it
     for ep in episodes:
-        shown = sorted({stands_for.get(fid, fid) for fid in facts_of.get(ep.id, ())} & fact_by_id.keys())
-        if not shown:
-            continue
-        best = max(shown, key=lambda fid: (fact_by_id[fid].score, fid))
-        inherited[best] = max(inherited.get(best, 0.0), ep.score)
-        for fid in shown:
+        for fid in sorted({stands_for.get(fid, fid) for fid in facts_of.get(ep.id, ())} & fact_by_id.keys()):
             folded[fid].append(ep)
     for h in facts:
-        h.score = round(max(h.score, inherited.get(h.id, 0.0)), 6)
         h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text} for e in folded.get(h.id, ())]
     units: list[Hit] = list(facts)
     if "episodes" in tables:
@@ -247,10 +245,10 @@ def _search_units(
 def search_table(
     con: db.Connection, settings: Settings, index: TableIndex, query: str, qvec: np.ndarray | None,
     limit: int, f: candidates.Filters, method: str = "hybrid", also: list[str] | None = None,
-    windows: list[TimeWindow] | None = None,
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (),
 ) -> list[Hit]:
     """Rank one table: candidates from both rankings (plus the rows `also` names, and the best rows
-    dated inside a time the query names), symbolic filters, fusion, diversity."""
+    dated inside a time the query names), symbolic filters, fusion, lent scores, diversity."""
     if index.n == 0:
         return []
     windows = windows or []
@@ -270,7 +268,23 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows)
+    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders)
+
+
+def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
+    """Scores raised by the rows that lend theirs: each lender's score goes to the best-scored of its
+    rows among the candidates (a fact ranks where its best source episode would, and one episode
+    never lifts several facts). Lent before the cut, so a fact found only by its sources' words
+    is not lost to facts that match on their own."""
+    at = {row_id: j for j, row_id in enumerate(ids)}
+    own = score
+    score = score.copy()
+    for lent, row_ids in lenders:
+        js = [at[r] for r in row_ids if r in at]
+        if js:
+            best = max(js, key=lambda j: (own[j], ids[j]))
+            score[best] = max(score[best], lent)
+    return score
 
 
 def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]) -> np.ndarray:
@@ -316,7 +330,7 @@ def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 def _rank(
     index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
     limit: int, f: candidates.Filters, settings: Settings, context: Context, method: str,
-    windows: list[TimeWindow] | None = None,
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (),
 ) -> list[Hit]:
     ids = sorted(kept)
     pos = index.positions(ids)
@@ -349,6 +363,8 @@ def _rank(
         inside = np.array([in_any(windows, _date_of(kept[i])) for i in ids]) & (score > 0)
         trank = _ranks(score, inside)
         score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
+    if lenders:
+        score = _lend(score, ids, lenders)
     order = np.argsort(-score, kind="stable")
     cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
     if has_vec.any():

@@ -55,3 +55,22 @@ def test_a_fact_folds_its_episodes_and_an_update_supersedes(settings: Settings) 
 
     then = search_memory("where does Ann live?", "facts", 3, "ann", as_of=T0 + timedelta(days=1), settings=settings)
     assert then[0].text == "Ann lives in Lisbon."
+
+
+def test_a_fact_found_only_by_its_episodes_words_is_not_cut_before_it_inherits(settings: Settings) -> None:
+    # sixty distinct facts share the question's words; the answer's fact shares none of them, only its
+    # episode (the question was asked in the same turn) does
+    words = ("apple bread cheese dance eagle fiddle guitar hammock igloo jacket kettle lantern mango napkin orchard "
+             "pepper quilt radish saddle tulip umbrella violin walnut yarn zebra anchor bucket candle dolphin engine "
+             "falcon glacier harbor island jungle kayak lemon meadow nectar oyster").split()
+    rows = [f"Ann's garden party had {words[i % 40]}{i} and {words[(i + 7) % 40]}{i}s and {words[(i + 3) % 40]}x{i}."
+            for i in range(60)]
+    rows.append("Where did the garden party guests park? Ann's cousin Teo left the cars behind the old mill.")
+    add_episodes([{"id": f"g{i}", "user_id": "ann", "role": "Ann", "session_id": "s", "content": text,
+                   "created_at": (T0 + timedelta(minutes=i)).isoformat()} for i, text in enumerate(rows)], settings)
+    run_tenant(settings, "ann", "run-1", T0 + timedelta(days=1), list(STAGES))
+
+    hits = search_memory("where did the garden party guests park?", "facts", 3, "ann", settings=settings)
+
+    answer = [h for h in hits if h.text == "Ann's cousin Teo left the cars behind the old mill."]
+    assert len(answer) == 1 and [s["id"] for s in answer[0].sources] == ["g60"]
