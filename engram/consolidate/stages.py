@@ -36,7 +36,7 @@ from engram.settings import Settings
 from engram.store import db, fact_ops
 from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
-from engram.text.atomic import atomic_statements
+from engram.text.atomic import answered_question, atomic_statements
 from engram.text.normalize import content_hash, stable_id
 from engram.text.sentences import best_sentence, claim_type, valence_conflict, words
 
@@ -119,20 +119,29 @@ def statement_drafts(
 
     The same statement said in several episodes is one fact resting on all of them; a statement an
     active fact already makes (`known` keys) creates nothing: the confidence stage counts the
-    episode as that fact's support.
+    episode as that fact's support. An episode that states nothing on its own but answers the
+    question of the turn before it (`previous_id`, when that turn is among `eps`) makes one statement
+    of the two, resting on both.
     """
     grouped: dict[str, tuple[str, list[int], datetime | None]] = {}
     contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
+    row_of = {eid: j for j, eid in enumerate(eps["id"].to_list())}
+    previous = [row_of.get(p) if p is not None else None for p in eps["previous_id"].to_list()]
     for i in rows:
-        for st in atomic_statements(contents[i], roles[i], times[i]):
+        found = [(st, [i]) for st in atomic_statements(contents[i], roles[i], times[i])]
+        p = previous[i]
+        if not found and p is not None and roles[p] != roles[i]:
+            st = answered_question(contents[p], roles[p], contents[i], roles[i], times[i])
+            found = [(st, [p, i])] if st is not None else []
+        for st, members in found:
             key = statement_key(st.text)
             if key in known:
                 continue
             # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
             moment = st.about if st.about is not None and st.about <= times[i] else None
-            text, members, first = grouped.get(key, (st.text, [], moment))
-            members.append(i)
-            grouped[key] = (text, members, first)
+            text, all_members, first = grouped.get(key, (st.text, [], moment))
+            all_members.extend(members)
+            grouped[key] = (text, all_members, first)
     return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
             for text, members, moment in grouped.values()]
 

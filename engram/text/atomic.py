@@ -4,7 +4,9 @@
 (7 May 2023)": the speaker resolved (I -> the speaker's name, with the verb agreeing: "I love" ->
 "Caroline loves"), relative time resolved against when it was said (engram.text.dates), and the
 moment it is about kept as data (the fact's valid_from). Questions, filler, fragments and sentences
-that lean on the previous turn ("That sounds great") are not statements. Two independent clauses
+that lean on the previous turn ("That sounds great") are not statements, except an answer to the
+question the turn before it asked, which is stored with that question ("Which team did John sign
+with? The Minnesota Wolves!"), as a question and its short answer in one turn are. Two independent clauses
 joined by "and"/"but"/"so" are two statements, and a first person casual speech drops is put back
 ("Went hiking yesterday" -> "Caroline went hiking yesterday").
 """
@@ -299,6 +301,53 @@ def worth_remembering(sentence: str) -> bool:
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED
+
+
+# "do you" -> "does Ann": the auxiliary agrees with the name that replaces "you"
+_AUX_BEFORE_YOU = {"do": "does", "are": "is", "have": "has", "were": "was"}
+_YOU = {"you": "{}", "yourself": "{}", "your": "{}'s", "yours": "{}'s", "you're": "{} is", "you've": "{} has",
+        "you'll": "{} will", "you'd": "{} would"}
+
+
+def addressed_to(question: str, name: str) -> str:
+    """The second person of a question replaced by the name of the one asked ("Where do you live?" ->
+    "Where does Ann live?")."""
+    tokens = _TOKEN.findall(question)
+    here = "the user" if name == "The user" else name
+    out: list[str] = []
+    for i, tok in enumerate(tokens):
+        low = tok.lower().replace("\u2019", "'")
+        following = _next_word(tokens, i)
+        if low in _AUX_BEFORE_YOU and following is not None and tokens[following].lower() == "you":
+            out.append(_AUX_BEFORE_YOU[low] if tok.islower() else _AUX_BEFORE_YOU[low].capitalize())
+        elif low in _YOU:
+            out.append(_YOU[low].format(here))
+        else:
+            out.append(tok)
+    text = "".join(out)
+    return text[:1].upper() + text[1:]
+
+
+def answered_question(question_turn: str, asker_role: str | None, answer_turn: str, answerer_role: str | None,
+                      said_at: datetime) -> Statement | None:
+    """An answer that states nothing on its own, with the question the turn before it asked: "Which team
+    did you sign with?" / "The Minnesota Wolves!" -> "Which team did John sign with? The Minnesota
+    Wolves!". None when the turn before asked nothing, the one who answered has no name, or question
+    and answer together still say too little to stand alone."""
+    answerer = speaker_name(answerer_role)
+    asked = [q for q in split_sentences(question_turn) if q.rstrip().endswith("?")]
+    said = [a for a in (_without_filler(x) for x in split_sentences(answer_turn) if not x.rstrip().endswith("?"))
+            if words(a)]
+    if answerer is None or not asked or not said:
+        return None
+    question = resolve_speaker(addressed_to(asked[-1], answerer), speaker_name(asker_role))
+    answer = " ".join(said)
+    content = [w for w in words(f"{question} {answer}") if w not in STOPWORDS and not w.isdigit()]
+    if len(content) < ANAPHOR_MIN_CONTENT_WORDS:
+        return None  # "Did Ann make it? Yes!" says nothing a memory can use
+    dated, about = with_absolute_dates(answer, said_at)
+    text = f"{question} {resolve_speaker(dated, answerer)}"[:MAX_STATEMENT_CHARS]
+    return Statement(text, f"{asked[-1]} {answer}", about)
 
 
 def atomic_statements(content: str, role: str | None, said_at: datetime) -> list[Statement]:

@@ -1,7 +1,26 @@
 -- Returns the tenant's episodes to cluster: new ones (not yet consumed by extract, created by $as_of)
 -- and recent ones never linked to a fact (re-clustered so noise can join later clusters).
 -- Only vectors of the active embedder ($model, $dim); episodes an extraction case (batch mode) holds or
--- answered are left out, so each is sent to the LLM once. Params: $user_id, $as_of, $window_start, $model, $dim.
+-- answered are left out, so each is sent to the LLM once. previous_id is the turn before it in its
+-- session (of any age), which an answer may lean on. Params: $user_id, $as_of, $window_start, $model, $dim.
+with new_sessions as (
+    select distinct session_id
+    from episodes
+    where user_id = $user_id
+        and consolidated_run_id is null
+        and session_id is not null
+),
+turns as (
+    select
+        e.id,
+        lag(e.id) over (partition by e.session_id order by e.created_at, e.id) as previous_id
+    from episodes as e
+    join new_sessions as n
+        on n.session_id = e.session_id
+    where e.user_id = $user_id
+        and e.status = 'active'
+        and e.created_at <= $as_of
+)
 select
     e.id,
     e.role,
@@ -11,8 +30,11 @@ select
     e.visibility,
     e.tags,
     e.embedding,
-    e.consolidated_run_id is null as is_new
+    e.consolidated_run_id is null as is_new,
+    t.previous_id
 from episodes as e
+left join turns as t
+    on t.id = e.id
 where e.user_id = $user_id
     and e.status = 'active'
     and e.embedding_model = $model

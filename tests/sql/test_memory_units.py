@@ -74,3 +74,24 @@ def test_a_fact_found_only_by_its_episodes_words_is_not_cut_before_it_inherits(s
 
     answer = [h for h in hits if h.text == "Ann's cousin Teo left the cars behind the old mill."]
     assert len(answer) == 1 and [s["id"] for s in answer[0].sources] == ["g60"]
+
+
+def test_an_answer_that_leans_on_the_question_before_it_becomes_one_fact_with_it(settings: Settings) -> None:
+    turns = [("Tim", "Woohoo! Congrats on the new team. Which team did you sign with?"),
+             ("John", "The Minnesota Wolves! I can't wait to play with them!"),
+             ("Tim", "Nice.")]
+    add_episodes([{"id": f"t{i}", "user_id": "john", "role": who, "session_id": "s1", "content": text,
+                   "created_at": (T0 + timedelta(minutes=i)).isoformat()} for i, (who, text) in enumerate(turns)],
+                 settings)
+    run_tenant(settings, "john", "run-1", T0 + timedelta(days=1), list(STAGES))
+    with db.open_store(settings) as con:
+        facts = con.execute("select f.text, list(s.episode_id order by s.episode_id) from facts f "
+                            "join fact_sources s on s.fact_id = f.id and s.relation = 'extracted_from' "
+                            "where f.user_id = 'john' group by f.text").fetchall()
+    answer = "Which team did John sign with? The Minnesota Wolves! John can't wait to play with them!"
+    assert dict(facts)[answer] == ["t0", "t1"]
+    assert not any(text.startswith("Nice") for text, _ in facts)  # no question before it: nothing to answer
+
+    hits = search_memory("Which team did John sign with?", "both", 3, "john", settings=settings)
+    assert hits[0].table == "facts" and sorted(s["id"] for s in hits[0].sources) == ["t0", "t1"]
+    assert not any(h.table == "episodes" and h.id in ("t0", "t1") for h in hits)  # folded under the fact

@@ -7,6 +7,8 @@ from datetime import datetime
 import pytest
 
 from engram.text.atomic import (
+    addressed_to,
+    answered_question,
     atomic_statements,
     clauses,
     resolve_speaker,
@@ -161,3 +163,34 @@ def test_proposals_and_stances_on_the_listener_are_not_facts(sentence: str) -> N
                                       "I think my sister would love Porto."])
 def test_statements_about_us_stay(sentence: str) -> None:
     assert worth_remembering(sentence)
+
+
+@pytest.mark.parametrize(("question", "name", "want"), [
+    ("Where do you live?", "Ann", "Where does Ann live?"),
+    ("Are you okay? Have you seen your mom?", "Ann", "Is Ann okay? Has Ann seen Ann's mom?"),
+    ("What were you doing?", "The user", "What was the user doing?"),
+    ("How's the store going?", "Ann", "How's the store going?"),
+])
+def test_a_question_is_put_to_the_one_asked(question: str, name: str, want: str) -> None:
+    assert addressed_to(question, name) == want
+
+
+def test_an_answer_that_leans_on_the_question_is_stored_with_it() -> None:
+    said = datetime(2023, 5, 21, 14, 0)
+    st = answered_question("Congrats on the new team! Which team did you sign with?", "Tim",
+                           "The Minnesota Wolves! I can't wait to play with them!", "John", said)
+    assert st is not None
+    assert st.text == "Which team did John sign with? The Minnesota Wolves! John can't wait to play with them!"
+    dated = answered_question("What did you do yesterday?", "Ann", "Hiking with my dog Rex.", "user", said)
+    assert dated is not None and dated.text == "What did the user do yesterday? Hiking with the user's dog Rex."
+
+
+@pytest.mark.parametrize(("question", "asker", "answer", "answerer"), [
+    ("That bowl is gorgeous! Did you make it?", "Caroline", "Yes!", "Melanie"),  # too little to stand alone
+    ("That sounds great.", "Caroline", "The Minnesota Wolves!", "John"),  # nothing was asked
+    ("Which team did you sign with?", "Tim", "What about you?", "John"),  # a question back is no answer
+    ("Which team did you sign with?", "Tim", "The Minnesota Wolves!", "assistant"),  # no one to name
+])
+def test_no_statement_from_an_answer_without_a_question_or_content(question: str, asker: str, answer: str,
+                                                                   answerer: str) -> None:
+    assert answered_question(question, asker, answer, answerer, datetime(2023, 5, 21)) is None
