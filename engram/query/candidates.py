@@ -24,11 +24,8 @@ CANDIDATE_QUERIES = {
     "facts": "queries/query_fact_candidates",
     "kg_entities": "queries/query_kg_entity_candidates",
 }
-
-LEAN_QUERIES = {
-    "episodes": "queries/query_episode_candidates_lean",
-    "facts": "queries/query_fact_candidates_lean",
-}
+# Tables whose candidate query leaves text (and content_hash) null: the index supplies the text
+TEXT_FROM_INDEX = ("episodes", "facts")
 
 
 @dataclass(frozen=True)
@@ -80,8 +77,7 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         params = common | {"min_confidence": f.min_confidence}
     names = COLUMNS[table]
     found = {}
-    lean = getattr(index, "stores_text", False) and table in LEAN_QUERIES
-    for values in db.rows(con, LEAN_QUERIES[table] if lean else CANDIDATE_QUERIES[table], **params):
+    for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
         row = dict(zip(names, values, strict=True))
         found[row["row_id"]] = row
     # an on-disk index may name rows deleted since it was published: they are gone, not a sign of staleness
@@ -91,7 +87,7 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         stale.key = index.key
         stale.persisted = index.missing_ok
         raise stale
-    if lean:  # text is immutable: the index holds it (content_hash is derived from it on demand)
+    if table in TEXT_FROM_INDEX:  # text is immutable: the index holds it (content_hash is derived on demand)
         at = {int(index.rowids[r]): r for r in rows}
         for rowid, row in found.items():
             if row["eligible"]:

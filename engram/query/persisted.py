@@ -45,6 +45,8 @@ from engram.query.vector_index import (
     build_index,
     gather,
     index_of_rows,
+    resolved,
+    table_signature,
 )
 from engram.store import db
 from engram.store.durable import fsync_dir
@@ -164,7 +166,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
           run_id: str | None = None) -> dict[str, Any]:
     """Write a new generation of one tenant's table index and switch it in; older generations are removed."""
     t0 = time.perf_counter()
-    signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+    signature = table_signature(con, table, user_id)
     watermark = signature[2]  # newest row time, for the record
     # read before the rows: a row stored meanwhile has a higher rowid, so it is in every reader's delta
     max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
@@ -353,7 +355,6 @@ class PersistedTableIndex(TableIndex):
     """
 
     missing_ok = True
-    stores_text = True   # candidates.fetch takes each row's (immutable) text from here, not the store
 
     def __init__(self, gen: Generation, delta: TableIndex, signature: tuple, key: tuple) -> None:
         a = gen.arrays
@@ -389,14 +390,7 @@ class PersistedTableIndex(TableIndex):
         if r < self.nb:
             off = self.gen.arrays["text_offsets"]
             return bytes(self.gen.arrays["text_data"][int(off[r]):int(off[r + 1])]).decode("utf-8")
-        return (self.delta.texts or [])[r - self.nb]
-
-    def candidate_text(self, r: int, role: str | None = None) -> str:
-        """Row r's text as the candidate queries return it (an episode's content, without "role: ")."""
-        text = self.text(r)
-        if self.table == "episodes" and role is not None and text.startswith(f"{role}: "):
-            return text[len(role) + 2:]
-        return text
+        return self.delta.text(r - self.nb)
 
     def positions(self, ids: list[str]) -> np.ndarray:
         """Row positions of ids (-1 where absent), in one search of the generation's sorted ids."""
@@ -499,10 +493,11 @@ class PersistedCache:
         self._lock = threading.Lock()
         self.loads = 0
 
-    def get(self, con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int) -> PersistedTableIndex:
+    def get(self, con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
+            signature: tuple | None = None) -> PersistedTableIndex:
         """The published index with the store's newer rows merged in; IndexUnusable when there is none usable."""
         path = index_dir(settings, user_id, table, model, dim)
-        key = (str(Path(settings.db_path).resolve()), user_id, table, model, dim)
+        key = (resolved(settings.db_path), user_id, table, model, dim)
         name = _current(path)
         with self._lock:
             if self._broken.get(key) == name:
@@ -516,7 +511,8 @@ class PersistedCache:
                 self.loads += 1
         else:
             gen = held[1]
-        signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+        if signature is None:
+            signature = table_signature(con, table, user_id)
         with self._lock:
             index = self._indexes.get(key)
         if index is not None and index.gen is gen and index.signature == signature:
@@ -572,15 +568,17 @@ def _delta(con: db.Connection, gen: Generation, table: str, user_id: str, model:
 PERSISTED = PersistedCache()
 
 
-def table_index(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int) -> TableIndex:
+def table_index(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
+                signature: tuple | None = None) -> TableIndex:
     """The index a search of (tenant, table) uses: the published one with the delta merged in, or, when
-    there is none usable (or settings.search_index is off), the exact in-memory one."""
+    there is none usable (or settings.search_index is off), the exact in-memory one (`signature`: the
+    table's signature row when the caller has just read it)."""
     from engram.query.vector_index import CACHE
 
     if settings.search_index and table in ("episodes", "facts"):
         try:
-            return PERSISTED.get(con, settings, table, user_id, model, dim)
+            return PERSISTED.get(con, settings, table, user_id, model, dim, signature)
         except IndexUnusable as exc:
             if PERSISTED.first_warning((str(settings.db_path), user_id, table, model, dim, str(exc))):
                 log.warning("%s; searching exactly (the next publish writes the index)", exc)
-    return CACHE.get(con, settings.db_path, table, user_id, model, dim)
+    return CACHE.get(con, settings.db_path, table, user_id, model, dim, signature)

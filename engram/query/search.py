@@ -23,7 +23,7 @@ from engram.query.common import (
     utcnow,
 )
 from engram.query.persisted import table_index
-from engram.query.vector_index import NO_CONTEXT, Context, TableIndex
+from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
@@ -173,9 +173,9 @@ def _search(
 def _search_one(
     con: db.Connection, settings: Settings, table: str, query: str, qvec: np.ndarray | None, embedder: Any,
     limit: int, f: candidates.Filters, method: str, also: list[str] | None = None,
-    windows: list[TimeWindow] | None = None, lenders: Lenders = (),
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (), signature: tuple | None = None,
 ) -> list[Hit]:
-    index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim)
+    index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim, signature)
     return search_table(con, settings, index, query, qvec, limit, f, method, also, windows, lenders)
 
 
@@ -191,7 +191,9 @@ def _search_units(
     rank to one fact only (its best-ranked statement), so one turn never fills several slots.
     """
     pool = max(3 * limit, MIN_CANDIDATES)
-    episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows)
+    signatures = unit_signatures(con, f.user_id)  # one round trip checks both indexes
+    episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows,
+                           signature=signatures["episodes"])
     links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id,
                     episode_ids=[h.id for h in episodes]) if episodes else []
     facts_of: dict[str, list[str]] = defaultdict(list)
@@ -216,7 +218,7 @@ def _search_units(
     # without episodes to lend their scores the facts' order cannot change: the top `limit` suffice
     fact_pool = pool if links else limit
     facts = _search_one(con, settings, "facts", query, qvec, embedder, fact_pool, f, method, linked, windows,
-                        lenders)
+                        lenders, signatures["facts"])
     fact_by_id = {h.id: h for h in facts}
     folded: dict[str, list[Hit]] = defaultdict(list)
     stands_for = {a: h.id for h in facts for a in h.absorbed}  # a near-duplicate fact -> the fact shown for it

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,26 @@ class TableIndex:
     prev: np.ndarray            # int64 [n]: previous row of the same session if it asks a question, or -1
     next: np.ndarray            # int64 [n]: next row of the same session, or -1
     pos: dict[str, int] = field(default_factory=dict)
+    # every row's text in one Arrow buffer (no object per row): candidates.fetch reads a candidate's
+    # immutable text from here instead of decompressing it from the store
+    text_array: pa.Array | None = None
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     missing_ok = False          # a rowid gone from the store means the index is stale (see candidates.fetch)
+
+    def text(self, r: int) -> str:
+        """The searchable text of row r (an episode's is "role: content")."""
+        if self.text_array is None:
+            raise ValueError("this index keeps no texts")
+        return self.text_array[r].as_py() or ""
+
+    def candidate_text(self, r: int, role: str | None = None) -> str:
+        """Row r's text as the candidate queries return it (an episode's content, without "role: ")."""
+        text = self.text(r)
+        if self.table == "episodes" and role is not None and text.startswith(f"{role}: "):
+            return text[len(role) + 2:]
+        return text
 
     @property
     def n(self) -> int:
@@ -202,13 +219,31 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     vec_pos = np.flatnonzero(valid).astype(np.int64)
     vec_row = np.full(len(ids), -1, dtype=np.int64)
     vec_row[vec_pos] = np.arange(len(vec_pos))
-    texts = arrow.column("text").to_pylist()
+    text_array = arrow.column("text").combine_chunks()
+    texts = text_array.to_pylist()
     prev, nxt = _neighbours(sessions, texts)
     return TableIndex(
         table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=texts,
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
-        pos={i: p for p, i in enumerate(ids)},
+        pos={i: p for p, i in enumerate(ids)}, text_array=text_array,
     )
+
+
+def table_signature(con: db.Connection, table: str, user_id: str) -> tuple:
+    """(n, n_embedded, newest) of the tenant's rows of `table`: an index is current while it is unchanged."""
+    return tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+
+
+def unit_signatures(con: db.Connection, user_id: str) -> dict[str, tuple]:
+    """The episodes' and facts' signatures of the tenant, read in one query."""
+    row = db.rows(con, "queries/query_signature_units", user_id=user_id)[0]
+    return {"episodes": tuple(row[:3]), "facts": tuple(row[3:])}
+
+
+@lru_cache(maxsize=64)
+def resolved(db_path: Path | str) -> str:
+    """The absolute path of a store, as cache keys name it (resolved once per path and process)."""
+    return str(Path(db_path).resolve())
 
 
 class IndexCache:
@@ -220,12 +255,15 @@ class IndexCache:
         self.max_entries = max_entries
         self.builds = 0
 
-    def get(self, con: db.Connection, db_path: Path | str, table: str, user_id: str, model: str, dim: int) -> TableIndex:
-        """The current index of (tenant, table) for vectors of (model, dim); rebuilt if the rows changed."""
+    def get(self, con: db.Connection, db_path: Path | str, table: str, user_id: str, model: str, dim: int,
+            signature: tuple | None = None) -> TableIndex:
+        """The current index of (tenant, table) for vectors of (model, dim); rebuilt if the rows changed
+        (`signature`: the table's signature row when the caller has just read it)."""
         if table not in TABLES:
             raise ValueError(f"table: unknown {table!r}")
-        signature = tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
-        key = (str(Path(db_path).resolve()), user_id, table, model, dim)
+        if signature is None:
+            signature = table_signature(con, table, user_id)
+        key = (resolved(db_path), user_id, table, model, dim)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.signature == signature:

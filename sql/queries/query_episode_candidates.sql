@@ -3,17 +3,19 @@
 -- privacy, tags, kinds, created no later than $as_of. The caller checks every rowid still holds the
 -- id it expects (else the index is stale). Params: $user_id, $row_ids, $include_private,
 -- $include_tags, $exclude_tags, $kinds (null = all), $as_of (null = now).
+-- text and content_hash come back null: they are immutable, and the search index holds every row's
+-- text (decompressing them from the store was most of a point fetch's time).
 select
     e.rowid as row_id,
     e.id,
-    e.content as text,
+    null::varchar as text,
     e.role,
     e.session_id,
     e.kind,
     e.origin,
     e.created_at,
     e.tags,
-    e.content_hash,
+    null::varchar as content_hash,
     e.status,
     e.visibility,
     e.is_private,

@@ -4,10 +4,12 @@
 -- (active or since superseded); privacy; tags; confidence above $min_confidence. The caller checks
 -- every rowid still holds the id it expects (else the index is stale). Params: $user_id, $row_ids,
 -- $include_private, $include_tags, $exclude_tags, $as_of (null = now), $now, $rate, $min_confidence.
+-- text and content_hash come back null: they are immutable, and the search index holds every row's
+-- text (decompressing them from the store was most of a point fetch's time).
 select
     f.rowid as row_id,
     f.id,
-    f.text,
+    null::varchar as text,
     f.claim_type,
     f.category,
     effective_confidence(f.confidence, f.confidence_at, coalesce($as_of::timestamp, $now::timestamp), $rate)
@@ -18,7 +20,7 @@ select
     f.valid_from,
     f.valid_to,
     f.tags,
-    f.content_hash,
+    null::varchar as content_hash,
     f.visibility,
     f.is_private,
     (
