@@ -94,9 +94,10 @@ def _retrieval(res: dict[str, Any]) -> list[str]:
         f"Episodes against the BM25 baseline at k=10: {100 * (ep[9] - bm[9]):+.1f} points (ratio {_ratio(ep[9], bm[9])}).",
         "",
         f"Why: the run keeps {f['active']} active facts for {r['turns']} turns; their provenance "
-        f"covers {f['turns_covered_by_active_facts']} turns ({100 * f['turn_coverage']:.0f}%): a turn HDBSCAN calls "
-        "noise becomes a fact only when it states one about its speaker on its own (filler, questions and replies "
-        f"that lean on the previous turn do not), so the rest is reachable only as episodes. A fact rests on "
+        f"covers {f['turns_covered_by_active_facts']} turns ({100 * f['turn_coverage']:.0f}%): offline, a turn becomes "
+        "a fact when it states something on its own, or when it answers the question the turn before it asked "
+        "(then one fact holds both); filler, and questions no one answered, do not, so they are reachable only "
+        f"as episodes. A fact rests on "
         f"{f['mean_sources_per_active_fact']:.1f} turns on average; fact statuses after the run: {f['statuses']}.",
         "",
     ]
@@ -363,8 +364,7 @@ def _knowledge(res: dict[str, Any]) -> list[str]:
         "queries, which only see what existed then, the answer valid then; the confidence stage lets a later fact "
         "with another value supersede the older one (status superseded, valid_to = the newer fact's valid_from; "
         f"{(k.get('consolidation') or {}).get('confidence', {}).get('superseded', 'n/a')} here), which `as_of` "
-        "queries still find. What facts miss is mostly extraction: answers HDBSCAN leaves as noise and clusters "
-        "that mix questions.",
+        "queries still find. What facts miss are mostly questions with no active fact (counted above).",
         "",
     ]
     return lines
@@ -425,7 +425,7 @@ def _verdicts(res: dict[str, Any]) -> list[str]:
             "only nudges confidence (+5% of the gap per episode), so recall matters more than for a merge: the data "
             "supports the default.")
     if c:
-        sd, mn = c["sick_dev"], c["mnli"]
+        sd = c["sick_dev"]
         lines.append(_contradiction_verdict(c))
         ant = sd["rule_only"]["by_reason"].get("antonym")
         if ant and ant["precision"] is not None and ant["precision"] < 0.5:
