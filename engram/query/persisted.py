@@ -47,6 +47,7 @@ from engram.query.vector_index import (
     index_of_rows,
     resolved,
     table_signature,
+    text_list,
 )
 from engram.store import db
 from engram.store.durable import fsync_dir
@@ -179,8 +180,9 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
     arrays["id_order"] = np.argsort(arrays["ids"], kind="stable").astype(np.int64)
     pending = np.flatnonzero(index.vec_row < 0)
     arrays["pending"] = arrays["ids"][pending] if len(pending) else np.zeros(0, "U1")
-    arrays |= postings([tokenize(t) for t in index.texts or []])
-    encoded = [t.encode("utf-8") for t in index.texts or []]
+    texts = text_list(index.texts)
+    arrays |= postings([tokenize(t) for t in texts])
+    encoded = [t.encode("utf-8") for t in texts]
     arrays["text_offsets"] = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(b) for b in encoded], out=arrays["text_offsets"][1:])
     arrays["text_data"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
@@ -378,7 +380,7 @@ class PersistedTableIndex(TableIndex):
             next=np.concatenate([np.asarray(a["next"]), shift(delta.next, nb)]),
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
-        self._delta_postings = Postings(postings([tokenize(t) for t in delta.texts or []]))
+        self._delta_postings = Postings(postings([tokenize(t) for t in text_list(delta.texts)]))
         self._norms = bm25_norms([gen.postings, self._delta_postings])
 
     @property

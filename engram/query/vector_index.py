@@ -40,16 +40,14 @@ class TableIndex:
     key: tuple                  # (store, user_id, table, model, dim)
     rowids: np.ndarray          # int64 [n]: DuckDB rowid of each row, for point fetches
     ids: list[str]
-    texts: list[str] | None
+    texts: pa.Array | None      # every row's text in one Arrow buffer (no object per row): BM25 is built
+                                # from it, and candidates.fetch reads a candidate's immutable text here
     matrix: np.ndarray          # float32 [n_vec, dim], rows L2-normalised
     vec_row: np.ndarray         # int64 [n]: row of matrix or -1 when the row has no usable vector
     vec_pos: np.ndarray         # int64 [n_vec]: position of each matrix row in ids
     prev: np.ndarray            # int64 [n]: previous row of the same session if it asks a question, or -1
     next: np.ndarray            # int64 [n]: next row of the same session, or -1
     pos: dict[str, int] = field(default_factory=dict)
-    # every row's text in one Arrow buffer (no object per row): candidates.fetch reads a candidate's
-    # immutable text from here instead of decompressing it from the store
-    text_array: pa.Array | None = None
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -57,9 +55,9 @@ class TableIndex:
 
     def text(self, r: int) -> str:
         """The searchable text of row r (an episode's is "role: content")."""
-        if self.text_array is None:
+        if self.texts is None:
             raise ValueError("this index keeps no texts")
-        return self.text_array[r].as_py() or ""
+        return self.texts[r].as_py() or ""
 
     def candidate_text(self, r: int, role: str | None = None) -> str:
         """Row r's text as the candidate queries return it (an episode's content, without "role: ")."""
@@ -96,8 +94,7 @@ class TableIndex:
         """BM25 over every row's text, built on first lexical use."""
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25([tokenize(t) for t in self.texts or []])
-                self.texts = None  # tokens live in the postings now
+                self._bm25 = BM25([tokenize(t) for t in text_list(self.texts)])
             return self._bm25
 
     def similarities(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -219,14 +216,18 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     vec_pos = np.flatnonzero(valid).astype(np.int64)
     vec_row = np.full(len(ids), -1, dtype=np.int64)
     vec_row[vec_pos] = np.arange(len(vec_pos))
-    text_array = arrow.column("text").combine_chunks()
-    texts = text_array.to_pylist()
-    prev, nxt = _neighbours(sessions, texts)
+    texts = arrow.column("text").combine_chunks()
+    prev, nxt = _neighbours(sessions, text_list(texts))
     return TableIndex(
         table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=texts,
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
-        pos={i: p for p, i in enumerate(ids)}, text_array=text_array,
+        pos={i: p for p, i in enumerate(ids)},
     )
+
+
+def text_list(texts: pa.Array | None) -> list[str]:
+    """An index's texts as Python strings (none when it keeps none; a null text is "")."""
+    return [] if texts is None else [t or "" for t in texts.to_pylist()]
 
 
 def table_signature(con: db.Connection, table: str, user_id: str) -> tuple:
@@ -235,8 +236,10 @@ def table_signature(con: db.Connection, table: str, user_id: str) -> tuple:
 
 
 def unit_signatures(con: db.Connection, user_id: str) -> dict[str, tuple]:
-    """The episodes' and facts' signatures of the tenant, read in one query."""
-    row = db.rows(con, "queries/query_signature_units", user_id=user_id)[0]
+    """The episodes' and facts' signatures of the tenant, read in one round trip: the two named
+    signature queries side by side (one definition of each signature)."""
+    episodes, facts = (db.sql(f"queries/query_signature_{t}") for t in ("episodes", "facts"))
+    row = con.execute(f"select * from (\n{episodes}\n) as e, (\n{facts}\n) as f", {"user_id": user_id}).fetchall()[0]
     return {"episodes": tuple(row[:3]), "facts": tuple(row[3:])}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from engram.query import vector_index
@@ -18,7 +19,7 @@ def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has
     vec_row[vec_pos] = np.arange(len(vec_pos))
     texts = texts or ["x?"] * n  # every row asks: each row borrows from the row before it
     prev, nxt = _neighbours(sessions or [None] * n, texts)
-    return TableIndex("episodes", (), ("test",), np.arange(n), [f"r{i}" for i in range(n)], list(texts),
+    return TableIndex("episodes", (), ("test",), np.arange(n), [f"r{i}" for i in range(n)], pa.array(texts, pa.string()),
                       np.ascontiguousarray(matrix[has]), vec_row, vec_pos, prev, nxt)
 
 
