@@ -102,7 +102,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
     """Build a store of `size` facts, publish its index and time every path."""
     db_path = workdir / f"facts_{size}.duckdb"
     os.environ["ENGRAM_DB_PATH"] = str(db_path)
-    settings = load_settings(embedder="minilm", llm="none")
+    settings = load_settings(embedder="minilm", llm="none", search_index=True)
     exact_settings = settings.model_copy(update={"search_index": False})
     texts, vecs = real_vectors.load()
     hold = np.random.default_rng(1).permutation(len(texts))

@@ -61,11 +61,15 @@ class Settings(BaseSettings):
         None, description="Dask scheduler address (e.g. tcp://10.0.0.5:8786); set = run shards on Dask."
     )
 
-    # on-disk search indexes (engram/query/persisted.py)
-    # Off by default: at 1M facts the graph's recall@10 was 0.82 and publish rebuilds the whole index
-    # every night (bench/SEARCH.md); at 100k it is faster than the in-memory path with recall 0.997.
+    # on-disk search indexes (engram/query/persisted.py). A new process answers from a published index in
+    # ~2 s at 1M facts, against 40-90 s to build the in-memory one (bench/SEARCH.md); below
+    # search_index_min_rows the in-memory build takes about a second, so no index is written.
     search_index: bool = Field(
-        False, description="Search through on-disk indexes that publish writes (off = every process builds its own in memory)."
+        True, description="Search through on-disk indexes that publish writes (off = every process builds its own in memory)."
+    )
+    search_index_min_rows: int = bounded(
+        10_000, 0, 1_000_000_000,
+        "Publish writes a tenant's table index from this many rows on (or when it has one already); smaller tables are searched in memory.",
     )
     nightly_pair_index: bool = Field(
         False, description="Nightly pair search through the published facts index (off = exact matmul; slower so far, bench/CONSOLIDATE.md)."

@@ -48,6 +48,7 @@ from engram.query.vector_index import (
     resolved,
     table_signature,
     text_list,
+    unit_signatures,
 )
 from engram.store import db
 from engram.store.durable import fsync_dir
@@ -57,9 +58,13 @@ log = logging.getLogger(__name__)
 FORMAT = 2  # 2: prev links a row to the row before it only when that row asks a question
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
-ANN_CONNECTIVITY = 16
-ANN_EXPANSION_ADD = 64    # 16/64/128: recall@10 .993 at 100k real vectors, 2x faster to build than 128 (bench/SEARCH.md)
-ANN_EXPANSION_SEARCH = 128
+# Graph links per node, and nodes visited per insert and per query. At 1M real vectors (bench/SEARCH.md),
+# recall@10 after rescoring: 16/64 at expansion_search 128 .885, 512 .975-.985, 1024 .970-.997 from one
+# build to the next; 24/64 at 1024 .997 (build 99 s against 77 s); 16/128 .998 (build 182 s).
+# A query at 1024 costs ~1.7 ms.
+ANN_CONNECTIVITY = 24
+ANN_EXPANSION_ADD = 64
+ANN_EXPANSION_SEARCH = 1024
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
@@ -68,6 +73,10 @@ ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "ve
 
 class IndexUnusable(StoreError):
     """The on-disk index cannot serve this query (missing, stale or torn); search exactly instead."""
+
+
+class IndexNotPublished(IndexUnusable):
+    """No generation was ever published for this table (normal below search_index_min_rows)."""
 
 
 def root(settings: Any) -> Path:
@@ -164,10 +173,10 @@ def _save(path: Path, array: np.ndarray) -> None:
 
 
 def write(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
-          run_id: str | None = None) -> dict[str, Any]:
+          run_id: str | None = None, signature: tuple | None = None) -> dict[str, Any]:
     """Write a new generation of one tenant's table index and switch it in; older generations are removed."""
     t0 = time.perf_counter()
-    signature = table_signature(con, table, user_id)
+    signature = signature or table_signature(con, table, user_id)
     watermark = signature[2]  # newest row time, for the record
     # read before the rows: a row stored meanwhile has a higher rowid, so it is in every reader's delta
     max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
@@ -231,13 +240,26 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         if old.is_dir() and old.name != name:
             shutil.rmtree(old, ignore_errors=True)
     log.info("wrote %s index generation: %d rows, %d vectors", table, index.n, n_vec)
-    return {"rows": index.n, "vectors": n_vec, "ann": ann, "seconds": round(time.perf_counter() - t0, 3)}
+    return {"rows": index.n, "written": True, "vectors": n_vec, "ann": ann, "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def write_tenant(settings: Any, con: db.Connection, user_id: str, model: str, dim: int,
                  run_id: str | None = None, tables: Sequence[str] = ("episodes", "facts")) -> dict[str, Any]:
-    """Write the indexes of a tenant's searchable tables (publish, `engram embed`)."""
-    return {table: write(con, settings, table, user_id, model, dim, run_id) for table in tables}
+    """Write the indexes of a tenant's searchable tables (publish).
+
+    A table gets an index from settings.search_index_min_rows rows on; one that has an index keeps it
+    current whatever its size, so a published generation never goes stale behind a shrinking table.
+    """
+    out: dict[str, Any] = {}
+    signatures = unit_signatures(con, user_id)  # both tables' in one round trip (a tenant's night counts them)
+    for table in tables:
+        signature = signatures[table]
+        published = (index_dir(settings, user_id, table, model, dim) / "CURRENT").exists()
+        if signature[0] < settings.search_index_min_rows and not published:
+            out[table] = {"rows": signature[0], "written": False}
+            continue
+        out[table] = write(con, settings, table, user_id, model, dim, run_id, signature)
+    return out
 
 
 # ---------------------------------------------------------------- reading
@@ -481,7 +503,7 @@ def _current(path: Path) -> str:
     try:
         return (path / "CURRENT").read_text().strip()
     except OSError:
-        raise IndexUnusable(f"no index at {path.name} (never published)") from None
+        raise IndexNotPublished(f"no index at {path.name} (never published)") from None
 
 
 class PersistedCache:
@@ -580,6 +602,12 @@ def table_index(con: db.Connection, settings: Any, table: str, user_id: str, mod
     if settings.search_index and table in ("episodes", "facts"):
         try:
             return PERSISTED.get(con, settings, table, user_id, model, dim, signature)
+        except IndexNotPublished:
+            # normal for a table below search_index_min_rows; a warning only where publish would write one
+            signature = signature or table_signature(con, table, user_id)
+            if signature[0] >= settings.search_index_min_rows and PERSISTED.first_warning(
+                    (str(settings.db_path), user_id, table, model, dim, "never published")):
+                log.warning("%s index never published; searching exactly (the next publish writes it)", table)
         except IndexUnusable as exc:
             if PERSISTED.first_warning((str(settings.db_path), user_id, table, model, dim, str(exc))):
                 log.warning("%s; searching exactly (the next publish writes the index)", exc)

@@ -12,11 +12,13 @@ from contextlib import ExitStack, contextmanager
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 import pyarrow as pa
+
+if TYPE_CHECKING:  # a CLI search never needs polars: importing it costs ~0.2 s of a cold start
+    import polars as pl
 
 from engram.errors import StoreError
 from engram.store.presence import missing_store_error

@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-
-import polars as pl
+from functools import cache
+from typing import TYPE_CHECKING
 
 from engram.errors import InvalidInput
 from engram.store import db
+
+if TYPE_CHECKING:  # imported where used: `engram search` never writes facts, and polars costs ~0.2 s to import
+    import polars as pl
 
 FACT_STATUSES = {
     "pending_embed", "active", "deprecated", "merged_into", "superseded", "retracted", "removal", "archived",
@@ -43,24 +46,32 @@ class FactChange:
     reinforced: bool = False
 
 
-CHANGE_SCHEMA = {
-    "fact_id": pl.String, "action": pl.String, "reason": pl.String, "confidence": pl.Float64,
-    "status": pl.String, "merged_into_id": pl.String, "valid_to": pl.Datetime("us"),
-    "related_fact_id": pl.String, "evidence_delta": pl.Int64, "reinforced": pl.Boolean,
-}
+@cache
+def change_schema() -> dict[str, pl.DataType]:
+    """The columns of a changes frame and their types."""
+    import polars as pl
+
+    return {
+        "fact_id": pl.String, "action": pl.String, "reason": pl.String, "confidence": pl.Float64,
+        "status": pl.String, "merged_into_id": pl.String, "valid_to": pl.Datetime("us"),
+        "related_fact_id": pl.String, "evidence_delta": pl.Int64, "reinforced": pl.Boolean,
+    }
 
 
 def changes_frame(changes: Sequence[FactChange] | pl.DataFrame) -> pl.DataFrame:
     """Changes as a DataFrame with the full change schema, validated."""
+    import polars as pl
+
+    schema = change_schema()
     if isinstance(changes, pl.DataFrame):
         frame = changes
-        for name, dtype in CHANGE_SCHEMA.items():
+        for name, dtype in schema.items():
             if name not in frame.columns:
                 default = 0 if name == "evidence_delta" else (False if name == "reinforced" else None)
                 frame = frame.with_columns(pl.lit(default, dtype=dtype).alias(name))
-        frame = frame.select([pl.col(n).cast(t) for n, t in CHANGE_SCHEMA.items()])
+        frame = frame.select([pl.col(n).cast(t) for n, t in schema.items()])
     else:
-        frame = pl.DataFrame([asdict(c) for c in changes], schema=CHANGE_SCHEMA)
+        frame = pl.DataFrame([asdict(c) for c in changes], schema=schema)
     if frame.height == 0:
         return frame
     if frame["fact_id"].n_unique() != frame.height:
@@ -102,6 +113,8 @@ def apply_changes(
 
 def add_sources(con: db.Connection, user_id: str, run_id: str, sources: pl.DataFrame) -> None:
     """Insert fact_sources rows (fact_id, episode_id, relation, similarity); existing ones are kept."""
+    import polars as pl
+
     if sources.height == 0:
         return
     frame = sources.select(
@@ -127,6 +140,8 @@ def merge(
     winner_confidence: float | None = None,
 ) -> None:
     """Merge losers into the winner: losers become merged_into (kept), lineage is unioned."""
+    import polars as pl
+
     if winner_id in loser_ids:
         raise InvalidInput("fact_id: a fact cannot be merged into itself")
     losers = pl.DataFrame({"loser_id": list(loser_ids)}, schema={"loser_id": pl.String})

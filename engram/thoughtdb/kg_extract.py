@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import polars as pl
+import pyarrow as pa
 
 from engram.errors import InvalidInput
 from engram.store import db
@@ -314,16 +314,16 @@ def extract_candidates(text: str) -> KGExtraction:
     return KGExtraction(entities=entities, relations=rels)
 
 
-_ENTITY_SCHEMA = {
-    "id": pl.String, "user_id": pl.String, "name": pl.String, "norm_name": pl.String,
-    "entity_type": pl.String, "confidence": pl.Float64, "source_thought_id": pl.String,
-    "created_at": pl.Datetime("us"),
-}
-_EDGE_SCHEMA = {
-    "id": pl.String, "user_id": pl.String, "src_name": pl.String, "relation": pl.String,
-    "dst_name": pl.String, "confidence": pl.Float64, "source_thought_id": pl.String,
-    "created_at": pl.Datetime("us"),
-}
+_ENTITY_SCHEMA = pa.schema({
+    "id": pa.string(), "user_id": pa.string(), "name": pa.string(), "norm_name": pa.string(),
+    "entity_type": pa.string(), "confidence": pa.float64(), "source_thought_id": pa.string(),
+    "created_at": pa.timestamp("us"),
+})
+_EDGE_SCHEMA = pa.schema({
+    "id": pa.string(), "user_id": pa.string(), "src_name": pa.string(), "relation": pa.string(),
+    "dst_name": pa.string(), "confidence": pa.float64(), "source_thought_id": pa.string(),
+    "created_at": pa.timestamp("us"),
+})
 
 
 def stage_candidates(
@@ -376,11 +376,9 @@ def stage_candidates(
     ]
     n_entities = n_edges = 0
     if entity_rows:
-        frame = pl.DataFrame(entity_rows, schema=_ENTITY_SCHEMA)
-        with db.registered(con, "incoming_kg_entities", frame.to_arrow()):
+        with db.registered(con, "incoming_kg_entities", pa.Table.from_pylist(entity_rows, schema=_ENTITY_SCHEMA)):
             n_entities = int(db.rows(con, "queries/thought_stage_kg_entity_candidates")[0][0])
     if edge_rows:
-        frame = pl.DataFrame(edge_rows, schema=_EDGE_SCHEMA)
-        with db.registered(con, "incoming_kg_edges", frame.to_arrow()):
+        with db.registered(con, "incoming_kg_edges", pa.Table.from_pylist(edge_rows, schema=_EDGE_SCHEMA)):
             n_edges = int(db.rows(con, "queries/thought_stage_kg_edge_candidates")[0][0])
     return n_entities, n_edges

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from engram.errors import InvalidInput
 from engram.store import db
@@ -15,15 +15,16 @@ from engram.thoughtdb.kg_extract import norm_name
 
 CANDIDATE_STATUSES = ("pending", "approved", "rejected")
 
-_ENTITY_SCHEMA = {
-    "id": pl.String, "user_id": pl.String, "name": pl.String, "norm_name": pl.String, "entity_type": pl.String,
-    "confidence": pl.Float64, "source_refs": pl.List(pl.String), "created_at": pl.Datetime("us"),
-}
-_EDGE_SCHEMA = {
-    "id": pl.String, "user_id": pl.String, "src_entity_id": pl.String, "relation": pl.String,
-    "dst_entity_id": pl.String, "confidence": pl.Float64, "source_refs": pl.List(pl.String),
-    "created_at": pl.Datetime("us"),
-}
+_ENTITY_SCHEMA = pa.schema({
+    "id": pa.string(), "user_id": pa.string(), "name": pa.string(), "norm_name": pa.string(),
+    "entity_type": pa.string(), "confidence": pa.float64(), "source_refs": pa.list_(pa.string()),
+    "created_at": pa.timestamp("us"),
+})
+_EDGE_SCHEMA = pa.schema({
+    "id": pa.string(), "user_id": pa.string(), "src_entity_id": pa.string(), "relation": pa.string(),
+    "dst_entity_id": pa.string(), "confidence": pa.float64(), "source_refs": pa.list_(pa.string()),
+    "created_at": pa.timestamp("us"),
+})
 
 
 def list_candidates(
@@ -166,12 +167,12 @@ def _promote(con: db.Connection, user_id: str, ents: list[dict], edges: list[dic
         row["source_refs"].add(source)
     existing_edges = {e["id"] for e in db.query(con, "queries/thought_kg_edges_by_ids", user_id=user_id,
                                                 ids=sorted(edge_rows)).iter_rows(named=True)}
-    with db.registered(con, "incoming_kg_entities", pl.DataFrame(entity_rows, schema=_ENTITY_SCHEMA).to_arrow()):
+    with db.registered(con, "incoming_kg_entities", pa.Table.from_pylist(entity_rows, schema=_ENTITY_SCHEMA)):
         db.execute(con, "queries/thought_kg_upsert_entities")
     if edge_rows:
-        frame = pl.DataFrame([{**r, "source_refs": sorted(r["source_refs"])} for r in edge_rows.values()],
-                             schema=_EDGE_SCHEMA)
-        with db.registered(con, "incoming_kg_edges", frame.to_arrow()):
+        frame = pa.Table.from_pylist([{**r, "source_refs": sorted(r["source_refs"])} for r in edge_rows.values()],
+                                     schema=_EDGE_SCHEMA)
+        with db.registered(con, "incoming_kg_edges", frame):
             db.execute(con, "queries/thought_kg_upsert_edges")
     return {
         "entities_created": sum(1 for n in wanted if n not in existing),

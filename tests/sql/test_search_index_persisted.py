@@ -26,9 +26,10 @@ WORDS = ("garden tea cat Oslo sister report budget river piano winter coffee tra
 
 @pytest.fixture
 def settings(settings, monkeypatch):
-    """The shared settings with the on-disk indexes on (off by default)."""
+    """The shared settings with the on-disk indexes on, for tables of any size."""
     monkeypatch.setenv("ENGRAM_SEARCH_INDEX", "true")
-    return settings.model_copy(update={"search_index": True})
+    monkeypatch.setenv("ENGRAM_SEARCH_INDEX_MIN_ROWS", "0")
+    return settings.model_copy(update={"search_index": True, "search_index_min_rows": 0})
 
 
 @pytest.fixture(autouse=True)
@@ -161,6 +162,29 @@ def test_missing_stale_and_torn_indexes_fall_back_to_exact_search(settings, con,
     assert len([p for p in path.iterdir() if p.is_dir()]) == 1  # the old generation is removed
     with pytest.raises(IndexUnusable, match="never published"):
         PERSISTED.get(con, settings, "facts", "u1", "another-model", emb.dim)
+
+
+def test_a_small_table_gets_no_index_until_it_reaches_the_minimum_then_keeps_it(settings, con, caplog):
+    small = settings.model_copy(update={"search_index_min_rows": 40})
+    emb = HashEmbedder(settings.embed_dim)
+    seed_facts(settings, con, _facts(30))
+    caplog.set_level(logging.WARNING)
+    out = _publish(small, con)
+    assert out["facts"] == {"rows": 30, "written": False}
+    assert not persisted.index_dir(small, "u1", "facts", emb.model, emb.dim).exists()
+    hits = search_memory("garden tea", "facts", 5, "u1", settings=small, con=con)
+    assert hits and "never published" not in caplog.text  # in memory, as designed: no warning
+    seed_facts(settings, con, _facts(15, start=30))
+    assert _publish(small, con)["facts"]["written"] is True
+    assert isinstance(table_index(con, small, "facts", "u1", emb.model, emb.dim), PersistedTableIndex)
+    # a table that has an index keeps it current below the minimum, so it never goes stale
+    con.execute("delete from facts where id in (select id from facts where user_id = 'u1' limit 20)")
+    out = _publish(small, con)
+    assert out["facts"]["written"] is True and out["facts"]["rows"] == 25
+    caplog.clear()
+    big = settings.model_copy(update={"search_index_min_rows": 10})
+    assert type(table_index(con, big, "facts", "u2", emb.model, emb.dim)) is TableIndex  # no rows: silent
+    assert "never published" not in caplog.text
 
 
 def test_an_index_whose_rowids_moved_is_detected_and_search_stays_exact(settings, con, caplog):
