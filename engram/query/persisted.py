@@ -55,15 +55,16 @@ from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 2: prev links a row to the row before it only when that row asks a question
+FORMAT = 3  # 2: prev links a row to the row before it only when that row asks a question; 3: a rowid sample
+CHECK_ROWS = 16  # rows whose (rowid, id) a generation records and its readers check against the store
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
-# Graph links per node, and nodes visited per insert and per query. At 1M real vectors (bench/SEARCH.md),
-# recall@10 after rescoring: 16/64 at expansion_search 128 .885, 512 .975-.985, 1024 .970-.997 from one
-# build to the next; 24/64 at 1024 .997 (build 99 s against 77 s); 16/128 .998 (build 182 s).
-# A query at 1024 costs ~1.7 ms.
-ANN_CONNECTIVITY = 24
-ANN_EXPANSION_ADD = 64
+# Graph links per node, and nodes visited per insert and per query. At 1M real vectors (bench/SEARCH.md,
+# bench/ann_params.py), recall@10 after rescoring, expansion_search 1024: 16/64 .970-.997 from one build
+# to the next, 24/64 .987-1.0, 16/128 .998 in both builds (build 182-189 s against 77-109 s; 3.3 ms a
+# query against 1.8). At expansion_search 128 (before) 16/64 had .885.
+ANN_CONNECTIVITY = 16
+ANN_EXPANSION_ADD = 128
 ANN_EXPANSION_SEARCH = 1024
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
@@ -218,6 +219,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             "format": FORMAT, "user_id": user_id, "table": table, "model": model, "dim": dim,
             "run_id": run_id, "watermark": watermark.isoformat() if watermark else None, "max_rowid": max_rowid,
             "rows": index.n, "vectors": n_vec, "ann": ann, "ann_dtype": ANN_DTYPE if ann else None,
+            "check": check_sample(arrays["rowids"], arrays["ids"]),
             "written_at": datetime.now().isoformat(), "files": files,
         }
         with open(tmp / "manifest.json", "w") as fh:
@@ -241,6 +243,29 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             shutil.rmtree(old, ignore_errors=True)
     log.info("wrote %s index generation: %d rows, %d vectors", table, index.n, n_vec)
     return {"rows": index.n, "written": True, "vectors": n_vec, "ann": ann, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def check_sample(rowids: np.ndarray, ids: np.ndarray) -> list[list[Any]]:
+    """(rowid, id) of up to CHECK_ROWS rows spread over the generation, first and last included."""
+    if len(rowids) == 0:
+        return []
+    at = np.unique(np.linspace(0, len(rowids) - 1, min(CHECK_ROWS, len(rowids))).astype(np.int64))
+    return [[int(rowids[i]), str(ids[i])] for i in at]
+
+
+def check_against_store(con: db.Connection, gen: Generation, table: str, user_id: str) -> None:
+    """IndexUnusable unless the store still holds the generation's sampled rows at their rowids.
+
+    A store deleted and created again at the same path restarts its rowids: without this check its new
+    rows below the old watermark would never be searched, and the old rowids would name other rows.
+    """
+    sample = gen.manifest.get("check", [])
+    if not sample:
+        return
+    found = dict(db.rows(con, f"queries/index_check_{table}", user_id=user_id, row_ids=[r for r, _ in sample]))
+    # a sampled row deleted since the publish is normal (forget, archive); another row in its place is not
+    if not found or any(found.get(rowid, id_) != id_ for rowid, id_ in sample):
+        raise IndexUnusable(f"{table} index: stale (the store no longer holds its rows: recreated or compacted)")
 
 
 def write_tenant(settings: Any, con: db.Connection, user_id: str, model: str, dim: int,
@@ -529,6 +554,12 @@ class PersistedCache:
             held = self._gens.get(key)
         if held is None or held[0] != name:
             gen = Generation(path / name, user_id, table, model, dim)
+            try:
+                check_against_store(con, gen, table, user_id)
+            except IndexUnusable:
+                with self._lock:
+                    self._broken[key] = name  # exact path until a publish writes a new generation
+                raise
             with self._lock:
                 self._gens[key] = (name, gen)
                 self._indexes.pop(key, None)

@@ -18,6 +18,7 @@ from engram.query.persisted import (
     table_index,
 )
 from engram.query.vector_index import CACHE, TableIndex
+from engram.store import db
 from tests.query_seed import seed_episodes, seed_facts
 
 WORDS = ("garden tea cat Oslo sister report budget river piano winter coffee train mountain novel "
@@ -199,6 +200,23 @@ def test_an_index_whose_rowids_moved_is_detected_and_search_stays_exact(settings
     indexed, exact = _both_paths(settings, con, "garden tea cat", search_type="facts", limit=5, user_id="u1")
     assert _ids(indexed) == _ids(exact) and "stale" in caplog.text
     assert type(table_index(con, settings, "facts", "u1", emb.model, emb.dim)) is TableIndex
+
+
+def test_an_index_left_beside_a_recreated_store_is_not_searched(settings, con, caplog):
+    seed_facts(settings, con, _facts(300))
+    _publish(settings, con)
+    # a new store at another path reads the old store's index root: as if the file had been deleted and
+    # created again, its rowids restart at 0, under the old generation's watermark
+    recreated = settings.model_copy(update={"db_path": settings.db_path.with_name("new.duckdb"),
+                                            "index_dir": persisted.root(settings)})
+    caplog.set_level(logging.WARNING)
+    with db.open_store(recreated) as new:
+        seed_facts(recreated, new, _facts(290, user="u2"))  # another tenant's rows take the low rowids
+        seed_facts(recreated, new, [{"id": f"new{i}", "text": t} for i, t in enumerate(
+            ["Zanzibar violin lessons start Tuesday", "The harbour museum opens late", "Winter bicycle repairs"])])
+        hits = search_memory("Zanzibar violin lessons", "facts", 3, "u1", settings=recreated, con=new)
+    assert _ids(hits)[0] == "new0"
+    assert "no longer holds its rows" in caplog.text
 
 
 def test_a_reader_keeps_its_generation_while_a_new_one_is_switched_in(settings, con):
