@@ -98,6 +98,20 @@ def test_published_index_answers_like_the_exact_path(settings, con, ann):
             assert _ids(indexed) == _ids(exact), (query, method)
 
 
+def test_an_answer_lifted_by_its_question_is_found_as_on_the_exact_path(settings, con):
+    # the answer's own words miss the query; the question before it matches: the exact paths add the
+    # question's cosine to the answer before cutting, so the index without a graph must as well
+    rows = [{"content": f"A violin lesson in the garden, number {i}", "session_id": f"d{i}"} for i in range(150)]
+    rows += [{"content": "Which violin teacher does Ana have in Zanzibar?", "session_id": "qa", "role": "assistant"},
+             {"content": "Marta, since last spring.", "session_id": "qa", "role": "user"}]
+    ids = seed_episodes(settings, con, rows)
+    _publish(settings, con)
+    indexed, exact = _both_paths(settings, con, "violin teacher Zanzibar", search_type="episodes", limit=5,
+                                 user_id="u1", method="vector")
+    assert ids[-1] in _ids(exact)
+    assert _ids(indexed) == _ids(exact)
+
+
 def test_rows_written_after_the_publish_are_searchable_at_once(settings, con, ann):
     seed_facts(settings, con, _facts(60))
     seed_episodes(settings, con, [{"id": "pend", "content": "The lantern festival is in harbour town"}], embed=False)
