@@ -25,11 +25,8 @@ RESCORED = 100  # persisted.ANN_RESCORE: candidates rescored for a top-10
 
 def held_out(size: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """(vectors to index, query vectors), split as bench/search.py splits them."""
-    texts, vecs = real_vectors.load()
-    hold = np.random.default_rng(1).permutation(len(texts))
-    q_idx, keep = hold[: n_queries + 1], np.sort(hold[n_queries + 1:])
-    _, base = real_vectors.filled([texts[i] for i in keep], vecs[keep], size)
-    return base, vecs[q_idx]
+    _, base, _, queries = real_vectors.held_out(size, n_queries + 1)
+    return base, queries
 
 
 def measure(base: np.ndarray, queries: np.ndarray, builds: list[tuple[int, int]], efs: list[int]) -> list[dict]:

@@ -39,11 +39,7 @@ def rss_mb() -> float:
 
 
 def data(size: int, n_queries: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
-    texts, vecs = real_vectors.load()
-    hold = np.random.default_rng(1).permutation(len(texts))
-    q_idx, keep = hold[:n_queries], np.sort(hold[n_queries:])
-    base_t, base_v = real_vectors.filled([texts[i] for i in keep], vecs[keep], size)
-    return base_t, base_v, [texts[i] for i in q_idx], vecs[q_idx]
+    return real_vectors.held_out(size, n_queries)
 
 
 def build(lib: str, size: int, n_queries: int) -> dict:

@@ -71,6 +71,16 @@ def load(path: Path = CACHE) -> tuple[list[str], np.ndarray]:
     return [str(t) for t in z["texts"]], z["vectors"]
 
 
+def held_out(size: int, n_queries: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
+    """(texts, vectors) of `size` rows filled from the real sentences, and (texts, vectors) of
+    `n_queries` real sentences kept out of them as queries; the same split in every bench."""
+    texts, vecs = load()
+    hold = np.random.default_rng(1).permutation(len(texts))
+    q_idx, keep = hold[:n_queries], np.sort(hold[n_queries:])
+    base_t, base_v = filled([texts[i] for i in keep], vecs[keep], size)
+    return base_t, base_v, [texts[i] for i in q_idx], vecs[q_idx]
+
+
 def filled(texts: list[str], vectors: np.ndarray, n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
     """n rows: the real ones first, then noised copies of random real ones."""
     rng = np.random.default_rng(seed)

@@ -102,12 +102,9 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
     """Build a store of `size` facts, publish its index and time every path."""
     db_path = workdir / f"facts_{size}.duckdb"
     os.environ["ENGRAM_DB_PATH"] = str(db_path)
-    settings = load_settings(embedder="minilm", llm="none", search_index=True)
+    settings = load_settings(embedder="minilm", llm="none", search_index=True, search_index_min_rows=0)
     exact_settings = settings.model_copy(update={"search_index": False})
-    texts, vecs = real_vectors.load()
-    hold = np.random.default_rng(1).permutation(len(texts))
-    q_idx, keep = hold[: n_queries + 1], np.sort(hold[n_queries + 1:])
-    base_t, base_v = real_vectors.filled([texts[i] for i in keep], vecs[keep], size)
+    base_t, base_v, query_t, query_v = real_vectors.held_out(size, n_queries + 1)
     t0 = time.perf_counter()
     with db.open_store(settings) as con:
         for start in range(0, size, CHUNK):
@@ -119,7 +116,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
         published = persisted.write_tenant(settings, con, USER, MODEL, DIM, run_id="bench")
         publish_s = time.perf_counter() - t
     result: dict = {"size": size, "load_s": load_s, "publish_s": publish_s, "published": published}
-    queries = [(texts[i], vecs[i]) for i in q_idx]
+    queries = list(zip(query_t, query_v, strict=True))
     colds = [cold_cli(db_path, queries[i][0]) for i in range(3)]
     result["cold_first_result_s"] = colds[0]
     result["cold_runs_s"] = colds

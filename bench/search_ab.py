@@ -54,17 +54,14 @@ def build(store: Path, size: int) -> None:
 
     os.environ["ENGRAM_DB_PATH"] = str(store)
     settings = load_settings(embedder="minilm", llm="none")
-    texts, vecs = real_vectors.load()
-    hold = np.random.default_rng(1).permutation(len(texts))
-    q_idx, keep = hold[:N_QUERIES], np.sort(hold[N_QUERIES:])
-    base_t, base_v = real_vectors.filled([texts[i] for i in keep], vecs[keep], size)
+    base_t, base_v, query_t, query_v = real_vectors.held_out(size, N_QUERIES)
     rng = np.random.default_rng(0)
     with db.open_store(settings) as con:
         for start in range(0, size, CHUNK):
             table = facts_table(base_t[start:start + CHUNK], base_v[start:start + CHUNK], start, rng)
             with db.transaction(con), db.registered(con, "incoming_facts", table):
                 db.execute(con, "queries/insert_facts")
-    np.savez(f"{store}.queries.npz", texts=np.array([texts[i] for i in q_idx], dtype=object), vecs=vecs[q_idx])
+    np.savez(f"{store}.queries.npz", texts=np.array(query_t, dtype=object), vecs=query_v)
 
 
 def time_search(store: Path) -> dict[str, float | str]:

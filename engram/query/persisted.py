@@ -46,6 +46,7 @@ from engram.query.vector_index import (
     gather,
     index_of_rows,
     resolved,
+    smoothed_top,
     table_signature,
     text_list,
     unit_signatures,
@@ -481,43 +482,23 @@ class PersistedTableIndex(TableIndex):
         if self.n_vectors == 0 or want <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if self.gen.ann is None and any(context):
-            return self._exact_top(qvec, want, context)
-        vrows = self._base_candidates(qvec, want)
-        vrows = np.concatenate([vrows, self.nbv + np.arange(self.delta.matrix.shape[0], dtype=np.int64)])
-        sims = self.vectors(vrows) @ qvec
-        rows = self.vec_pos[vrows]
-        if any(context):
-            nb = np.unique(np.concatenate([self.prev[rows], self.next[rows]]))
-            nb = nb[nb >= 0]
-            known = dict(zip(rows.tolist(), sims.tolist(), strict=True))
-            extra = nb[~np.isin(nb, rows)]
-            known.update(zip(extra.tolist(), self.similarities(qvec, extra).tolist(), strict=True))
+            # every vector scored, as the in-memory index does: a row lifted by the row before it (a
+            # question it answers) must not be cut for its own low cosine before the context is added
+            rows, sims = self._all_scored(qvec)
+        else:
+            vrows = self._base_candidates(qvec, want)
+            vrows = np.concatenate([vrows, self.nbv + np.arange(self.delta.matrix.shape[0], dtype=np.int64)])
+            rows, sims = self.vec_pos[vrows], self.vectors(vrows) @ qvec
+        return smoothed_top(rows, sims, want, context, self.prev, self.next, lambda p: self.similarities(qvec, p))
 
-            def near(idx: np.ndarray) -> np.ndarray:
-                return np.array([known.get(i, 0.0) if i >= 0 else 0.0 for i in idx.tolist()], dtype=np.float32)
-
-            sims = sims + context[0] * near(self.prev[rows]) + context[1] * near(self.next[rows])
-        k = min(want, len(rows))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return rows[top].astype(np.int64), sims[top].astype(np.float32)
-
-    def _exact_top(self, qvec: np.ndarray, want: int, context: Context) -> tuple[np.ndarray, np.ndarray]:
-        """Every vector scored and the context added before the cut, as the in-memory index does: a row
-        lifted by the row before it (a question it answers) is found even when its own cosine is low."""
+    def _all_scored(self, qvec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row positions, cosines) of every live vector: one matmul over the mapped base and the delta."""
         base = np.asarray(self.gen.arrays["vectors"]) @ qvec if self.nbv else np.zeros(0, np.float32)
         scored = np.concatenate([base, self.delta.matrix @ qvec]).astype(np.float32)
         live = np.ones(len(scored), bool)
         live[: self.nbv] = ~self.dead_vec
         vrows = np.flatnonzero(live)
-        rows, sims = self.vec_pos[vrows], scored[vrows]
-        full = np.zeros(self.n, dtype=np.float32)
-        full[rows] = sims
-        sims = sims + context[0] * gather(full, self.prev[rows]) + context[1] * gather(full, self.next[rows])
-        k = min(want, len(rows))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return rows[top].astype(np.int64), sims[top].astype(np.float32)
+        return self.vec_pos[vrows], scored[vrows]
 
     def _base_candidates(self, qvec: np.ndarray, want: int) -> np.ndarray:
         """Live base vector rows that may be among the best `want`: the ANN graph's top candidates, or all."""

@@ -122,20 +122,7 @@ class TableIndex:
             sketch_rows = self._sketch_top(qvec, max(SKETCH_RESCORE, 20 * want))
             rows = self.vec_pos[sketch_rows]
             sims = self.matrix[sketch_rows] @ qvec
-        if any(context):
-            full = np.zeros(self.n, dtype=np.float32)
-            full[rows] = sims
-            # neighbours outside `rows` (sketch path) are scored exactly as well
-            nb = np.unique(np.concatenate([self.prev[rows], self.next[rows]]))
-            nb = nb[(nb >= 0)]
-            missing = nb[full[nb] == 0]
-            if len(missing):
-                full[missing] = self.similarities(qvec, missing)
-            sims = sims + context[0] * gather(full, self.prev[rows]) + context[1] * gather(full, self.next[rows])
-        k = min(want, len(rows))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return rows[top].astype(np.int64), sims[top].astype(np.float32)
+        return smoothed_top(rows, sims, want, context, self.prev, self.next, lambda p: self.similarities(qvec, p))
 
     def lexical_scores(self, query: str, context: Context = NO_CONTEXT) -> np.ndarray:
         """BM25 of every row for the query, optionally smoothed with session neighbours."""
@@ -168,6 +155,28 @@ def _sign_words(matrix: np.ndarray) -> np.ndarray:
     if pad:
         bits = np.pad(bits, ((0, 0), (0, pad)))
     return np.ascontiguousarray(bits).view(np.uint64)
+
+
+def smoothed_top(
+    rows: np.ndarray, sims: np.ndarray, want: int, context: Context, prev: np.ndarray, nxt: np.ndarray,
+    cosines: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `want` best of the scored `rows` (positions, cosines), best first, each score plus context[0] x
+    the cosine of the row before it and context[1] x that of the row after; `cosines(positions)` scores
+    the neighbours that are not among `rows`."""
+    if any(context):
+        full = np.zeros(len(prev), dtype=np.float32)
+        full[rows] = sims
+        nb = np.unique(np.concatenate([prev[rows], nxt[rows]]))
+        nb = nb[(nb >= 0)]
+        missing = nb[full[nb] == 0]
+        if len(missing):
+            full[missing] = cosines(missing)
+        sims = sims + context[0] * gather(full, prev[rows]) + context[1] * gather(full, nxt[rows])
+    k = min(want, len(rows))
+    top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return rows[top].astype(np.int64), sims[top].astype(np.float32)
 
 
 def gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
