@@ -511,7 +511,11 @@ class PersistedTableIndex(TableIndex):
             top = np.argpartition(-sims, k - 1)[:k] if k < self.nbv else np.arange(self.nbv)
         else:
             k = min(max(2 * want, ANN_RESCORE) + int(self.dead_vec.sum()), self.nbv)
-            top = self.gen.ann.search(qvec, k, exact=False).keys.astype(np.int64)
+            # asked for every vector: a graph search (approximate) could only drop some, so take them all
+            if k >= self.nbv:
+                top = np.arange(self.nbv)
+            else:
+                top = self.gen.ann.search(qvec, k, exact=False).keys.astype(np.int64)
         top = top[top >= 0]
         return np.sort(top[~self.dead_vec[top]])
 
