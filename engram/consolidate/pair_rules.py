@@ -136,21 +136,29 @@ def merge_features(a: str, b: str, cosine: float) -> list[float]:
         cosine,
         v.jaccard,                                                   # content words
         _jaccard(set(ta), set(tb)),                                  # all words
-        _jaccard(set(pairwise(ta)), set(pairwise(tb))),        # word bigrams (order)
+        _jaccard(set(pairwise(ta)), set(pairwise(tb))),              # word bigrams (order)
         _jaccard(_chars(a), _chars(b)),                              # character 4-grams (spelling, morphology)
         float(v.numbers_a != v.numbers_b),                           # numbers disagree
         abs(len(ta) - len(tb)) / max(len(ta), len(tb), 1),           # length difference
+        v.containment,                                               # the shorter one's content inside the other
+        _jaccard(set(zip(ta, ta[1:], ta[2:], strict=False)),         # word trigrams (longer runs in order)
+                 set(zip(tb, tb[1:], tb[2:], strict=False))),
+        _jaccard(v.names_a, v.names_b) if v.names_a | v.names_b else 1.0,  # the same people and places
+        float(v.names_a != v.names_b),                               # a name one of them lacks
+        math.log1p(max(len(ta), len(tb))),                           # long sentences share more by chance
     ]
 
 
 # Logistic regression on merge_features, fitted on MSRP train only (3,576 pairs, label = paraphrase,
-# cosine from minilm all-MiniLM-L6-v2) with scikit-learn 1.9 LogisticRegression defaults (L2, C=1).
-# MERGE_MIN_PROBABILITY is the lowest probability (0.01 steps) at which the whole rule (same_statement
-# at merge_threshold 0.7) has MSRP *train* precision >= 0.90 (0.9005, recall 0.523): the merge
-# precision bench/quality_dedupe.py asks for, since a wrong merge hides a fact.
-MERGE_COEF = (3.418, 1.103, 3.064, -2.246, 2.261, -0.639, -3.230)
-MERGE_INTERCEPT = -3.535
-MERGE_MIN_PROBABILITY = 0.76
+# cosine from minilm all-MiniLM-L6-v2) by `python -m bench.fit_merge_model`, which prints these
+# constants and writes bench/MERGE_MODEL.md: standardised features, L2 strength chosen by 5-fold
+# cross-validation on train, standardisation folded into the coefficients. MERGE_MIN_PROBABILITY is
+# the median, over three 5-fold splits, of the lowest probability (0.01 steps) at which the whole rule
+# (same_statement at merge_threshold 0.7) reaches MSRP train precision >= 0.90 on held-out folds:
+# the merge precision bench/quality_dedupe.py asks for, since a wrong merge hides a fact.
+MERGE_COEF = (3.709, 2.639, 4.025, 1.232, 3.556, -0.521, -2.693, -2.199, -4.216, -0.503, -0.25, -0.754)
+MERGE_INTERCEPT = -1.444
+MERGE_MIN_PROBABILITY = 0.74
 # A statement with at most this many content words says little else: one content word (or direction
 # particle) swapped for another, or its roles swapped, makes it another statement ("running outside" /
 # "running indoors", "jumping on" / "off", "the woman picks up the kangaroo" / "the kangaroo ... the

@@ -101,3 +101,17 @@ def test_merge_probability_is_monotone_in_cosine_and_overlap() -> None:
     assert pair_rules.merge_probability(a, b, 0.9) > pair_rules.merge_probability(a, b, 0.7)
     assert pair_rules.merge_probability(a, a, 0.9) > pair_rules.merge_probability(a, b, 0.9)
     assert 0.0 < pair_rules.merge_probability(a, "Totally unrelated words here", 0.1) < 0.1
+
+
+def test_merge_model_has_a_weight_for_every_feature() -> None:
+    # a feature added without refitting (python -m bench.fit_merge_model) must not be silently ignored
+    features = pair_rules.merge_features("Caroline met Anna in Paris in 2019", "Caroline met Anna in Rome", 0.8)
+    assert len(features) == len(pair_rules.MERGE_COEF)
+    assert all(isinstance(x, float) and x == x for x in features)
+
+
+def test_a_name_one_statement_lacks_lowers_the_merge_probability() -> None:
+    a = "The company said profits rose sharply in the third quarter"
+    with_name, other_name = f"{a} in Paris", f"{a} in Berlin"
+    assert pair_rules.merge_probability(with_name, with_name, 0.95) > pair_rules.merge_probability(
+        with_name, other_name, 0.95)
