@@ -69,8 +69,14 @@ def plan_merges(
     facts: dict[str, FactInfo],
     conflicting: set[frozenset[str]],
     min_confidence: float,
+    agree: set[frozenset[str]],
 ) -> MergePlan:
-    """Auto-merge a component when one category, no contradiction inside, and one fact > min_confidence."""
+    """Auto-merge a component when one category, no contradiction inside, and one fact > min_confidence.
+
+    A fact is merged only into a winner it was judged the same as (`agree` holds the pair): a
+    component chained through a middle fact (A same as B, B same as C, A not C) would otherwise fold C
+    into A without any decision about the two. What the winner does not take is planned again.
+    """
     merges: list[tuple[str, list[str]]] = []
     reviews: list[tuple[list[str], str]] = []
     for comp in comps:
@@ -85,5 +91,12 @@ def plan_merges(
             reviews.append((comp, f"no fact above confidence {min_confidence}"))
             continue
         winner = min(infos, key=lambda f: (-f.confidence, f.created_at_rank, f.id))
-        merges.append((winner.id, [f.id for f in infos if f.id != winner.id]))
+        losers = [f.id for f in infos if f.id != winner.id and frozenset((winner.id, f.id)) in agree]
+        merges.append((winner.id, losers))
+        rest = set(comp) - {winner.id, *losers}
+        if len(rest) > 1:
+            again = plan_merges(components([tuple(e) for e in agree if e <= rest]), facts, conflicting,
+                                min_confidence, agree)
+            merges += again.merges
+            reviews += again.reviews
     return MergePlan(merges, reviews)

@@ -556,7 +556,8 @@ def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                 infos[fid] = FactInfo(fid, r[f"confidence_{side}"], r[f"category_{side}"],
                                       int(r[f"created_{side}"].timestamp() * 1e6))
                 evidence[fid] = r[f"evidence_{side}"]
-        plan = plan_merges(comps, infos, conflicting, s.auto_merge_min_confidence)
+        plan = plan_merges(comps, infos, conflicting, s.auto_merge_min_confidence,
+                           {frozenset(pair) for pair in agree})
         reviews = [_review(ctx, "merge", comp, why) for comp, why in plan.reviews if frozenset(comp) not in queued]
         counts = {"candidate_pairs": len(agree), "components": len(comps), "merges": len(plan.merges),
                   "facts_merged": sum(len(losers) for _, losers in plan.merges), "queued": len(reviews)}

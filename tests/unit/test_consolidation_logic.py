@@ -85,17 +85,33 @@ def test_similar_pairs_in_blocks_equals_brute_force() -> None:
 
 
 def test_components_and_merge_plan() -> None:
-    comps = components([("a", "b"), ("b", "c"), ("x", "y")])
+    edges = [("a", "b"), ("b", "c"), ("x", "y")]
+    agree = {frozenset(e) for e in edges}
+    comps = components(edges)
     assert comps == [["a", "b", "c"], ["x", "y"]]
     facts = {
         "a": FactInfo("a", 0.7, "general", 2), "b": FactInfo("b", 0.7, "general", 1),
         "c": FactInfo("c", 0.4, "general", 3), "x": FactInfo("x", 0.5, "general", 1),
         "y": FactInfo("y", 0.55, "general", 2),
     }
-    plan = plan_merges(comps, facts, set(), 0.6)
+    plan = plan_merges(comps, facts, set(), 0.6, agree)
     assert plan.merges == [("b", ["a", "c"])]  # tie on confidence: the older fact wins
     assert plan.reviews == [(["x", "y"], "no fact above confidence 0.6")]
-    contested = plan_merges(comps, facts, {frozenset(("a", "c"))}, 0.6)
+    contested = plan_merges(comps, facts, {frozenset(("a", "c"))}, 0.6, agree)
     assert contested.merges == []  # a contradiction inside a component is never merged
     mixed = {**facts, "c": FactInfo("c", 0.4, "preference", 3)}
-    assert plan_merges([["a", "b", "c"]], mixed, set(), 0.6).reviews == [(["a", "b", "c"], "different categories")]
+    assert plan_merges([["a", "b", "c"]], mixed, set(), 0.6, agree).reviews == [(["a", "b", "c"], "different categories")]
+
+
+def test_a_fact_is_merged_only_into_a_winner_it_was_judged_the_same_as() -> None:
+    # a chain: "a" same as "b", "b" same as "c", "c" same as "d"; "a" and "c" were never judged the same
+    edges = [("a", "b"), ("b", "c"), ("c", "d")]
+    facts = {k: FactInfo(k, conf, "general", rank)
+             for k, conf, rank in (("a", 0.9, 1), ("b", 0.7, 2), ("c", 0.8, 3), ("d", 0.7, 4))}
+    plan = plan_merges(components(edges), facts, set(), 0.6, {frozenset(e) for e in edges})
+    assert plan.merges == [("a", ["b"]), ("c", ["d"])]
+    assert plan.reviews == []
+    low = {**facts, "c": FactInfo("c", 0.5, "general", 3), "d": FactInfo("d", 0.5, "general", 4)}
+    plan = plan_merges(components(edges), low, set(), 0.6, {frozenset(e) for e in edges})
+    assert plan.merges == [("a", ["b"])]
+    assert plan.reviews == [(["c", "d"], "no fact above confidence 0.6")]
