@@ -64,6 +64,15 @@ class MergePlan:
     reviews: list[tuple[list[str], str]]
 
 
+def _adjacency(pairs: set[frozenset[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for pair in pairs:
+        a, b = sorted(pair)
+        out.setdefault(a, set()).add(b)
+        out.setdefault(b, set()).add(a)
+    return out
+
+
 def plan_merges(
     comps: list[list[str]],
     facts: dict[str, FactInfo],
@@ -79,10 +88,13 @@ def plan_merges(
     """
     merges: list[tuple[str, list[str]]] = []
     reviews: list[tuple[list[str], str]] = []
-    for comp in comps:
+    neighbours, contested = _adjacency(agree), _adjacency(conflicting)
+    todo = list(reversed(comps))
+    while todo:
+        comp = todo.pop()
         infos = [facts[i] for i in comp]
-        pairs = {frozenset((a, b)) for a in comp for b in comp if a < b}
-        if pairs & conflicting:
+        members = set(comp)
+        if any(contested.get(i, set()) & members for i in comp):
             continue  # contradictions are handled by the contradiction path, never merged
         if len({f.category for f in infos}) > 1:
             reviews.append((comp, "different categories"))
@@ -91,12 +103,9 @@ def plan_merges(
             reviews.append((comp, f"no fact above confidence {min_confidence}"))
             continue
         winner = min(infos, key=lambda f: (-f.confidence, f.created_at_rank, f.id))
-        losers = [f.id for f in infos if f.id != winner.id and frozenset((winner.id, f.id)) in agree]
+        losers = [f.id for f in infos if f.id in neighbours.get(winner.id, ())]
         merges.append((winner.id, losers))
-        rest = set(comp) - {winner.id, *losers}
-        if len(rest) > 1:
-            again = plan_merges(components([tuple(e) for e in agree if e <= rest]), facts, conflicting,
-                                min_confidence, agree)
-            merges += again.merges
-            reviews += again.reviews
+        rest = members - {winner.id, *losers}
+        edges = [(a, b) for a in rest for b in neighbours.get(a, ()) if a < b and b in rest]
+        todo.extend(reversed(components(edges)))
     return MergePlan(merges, reviews)

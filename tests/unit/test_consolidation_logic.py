@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -115,3 +116,15 @@ def test_a_fact_is_merged_only_into_a_winner_it_was_judged_the_same_as() -> None
     plan = plan_merges(components(edges), low, set(), 0.6, {frozenset(e) for e in edges})
     assert plan.merges == [("a", ["b"])]
     assert plan.reviews == [(["c", "d"], "no fact above confidence 0.6")]
+
+
+def test_a_long_chain_is_planned_as_direct_pairs_only() -> None:
+    ids = [f"f{i:05d}" for i in range(1200)]
+    edges = list(pairwise(ids))
+    facts = {k: FactInfo(k, 0.9, "general", i) for i, k in enumerate(ids)}
+    agree = {frozenset(e) for e in edges}
+    plan = plan_merges(components(edges), facts, set(), 0.6, agree)
+    merged = [x for winner, losers in plan.merges for x in (winner, *losers)]
+    assert len(merged) == len(set(merged))  # no fact in two merges
+    assert all(frozenset((w, x)) in agree for w, losers in plan.merges for x in losers)
+    assert len(plan.merges) == 600  # the oldest takes its one neighbour, the next one starts again
