@@ -50,11 +50,8 @@ def features(embedder: CachedEmbedder, pairs: list[Pair], merge_threshold: float
 
 def lowest_cut(prob: np.ndarray, gate: np.ndarray, label: np.ndarray) -> tuple[float, float] | None:
     """(cut, recall) at the lowest cut whose merges have precision >= MERGE_PRECISION, or None."""
-    for cut in CUTS:
-        merged = gate & (prob > cut)
-        if merged.any() and label[merged].mean() >= MERGE_PRECISION:
-            return float(cut), float(merged[label].mean())
-    return None
+    row = metrics.threshold_for_precision(metrics.threshold_sweep(prob, label, CUTS, gate), MERGE_PRECISION)
+    return (row["threshold"], row["recall"]) if row else None
 
 
 def _model(c: float) -> Any:
