@@ -1,4 +1,5 @@
-"""Symbolic filters: fetch candidate rows by id with status, confidence, privacy, tag and time filters."""
+"""Symbolic filters: fetch candidate rows by index position and keep those that pass the status,
+confidence, privacy, tag and time filters (`eligible`: the one definition of what a search may return)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from engram.consolidate.scoring import decayed
 from engram.errors import StoreError
 from engram.store import db
 
 # The column order of each candidate query (rows come back as tuples: cheaper than a DataFrame).
 COLUMNS = {
-    "episodes": ("row_id", "id", "text", "role", "session_id", "kind", "origin", "created_at", "tags",
-                 "content_hash", "status", "visibility", "is_private", "eligible"),
-    "facts": ("row_id", "id", "text", "claim_type", "category", "confidence", "status", "created_at",
-              "asserted_at", "valid_from", "valid_to", "tags", "content_hash", "visibility", "is_private",
-              "eligible"),
+    "episodes": ("row_id", "id", "session_id", "role", "kind", "origin", "created_at", "tags", "status",
+                 "visibility", "is_private"),
+    "facts": ("row_id", "id", "claim_type", "category", "confidence", "confidence_at", "status", "created_at",
+              "asserted_at", "valid_from", "valid_to", "tags", "visibility", "is_private"),
     "kg_entities": ("row_id", "id", "name", "entity_type", "text", "confidence", "created_at", "source_refs",
                     "eligible"),
 }
@@ -53,7 +54,8 @@ class StaleIndex(StoreError):
 
 
 def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, dict[str, Any]]:
-    """The rows at index positions `rows` that pass the filters, keyed by id (point fetch by rowid).
+    """The rows at index positions `rows` that pass the filters, keyed by id. An on-disk index that holds
+    its rows' columns (engram.query.persisted) answers without the store; otherwise a point fetch by rowid.
 
     Raises StaleIndex when a rowid no longer holds the id the index expects.
     """
@@ -61,20 +63,15 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
     if not rows:
         return {}
     table = index.table
+    held = index.candidate_rows(rows) if table in TEXT_FROM_INDEX else None
+    if held is not None:
+        return _keep(index, held, f)
     expected = {int(index.rowids[r]): index.ids[r] for r in rows}
-    common: dict[str, Any] = {"user_id": f.user_id, "row_ids": list(expected), "include_tags": list(f.include_tags)}
-    if table == "episodes":
-        params = common | {
-            "include_private": f.include_private, "exclude_tags": list(f.exclude_tags),
-            "kinds": list(f.kinds) if f.kinds is not None else None, "as_of": f.as_of,
-        }
-    elif table == "facts":
-        params = common | {
-            "include_private": f.include_private, "exclude_tags": list(f.exclude_tags),
-            "as_of": f.as_of, "now": f.now, "rate": f.decay_rate, "min_confidence": f.min_confidence,
-        }
+    if table == "kg_entities":
+        params: dict[str, Any] = {"user_id": f.user_id, "row_ids": list(expected),
+                                  "include_tags": list(f.include_tags), "min_confidence": f.min_confidence}
     else:
-        params = common | {"min_confidence": f.min_confidence}
+        params = {"user_id": f.user_id, "row_ids": list(expected)}
     names = COLUMNS[table]
     found = {}
     for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
@@ -87,12 +84,47 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         stale.key = index.key
         stale.persisted = index.missing_ok
         raise stale
-    if table in TEXT_FROM_INDEX:  # text is immutable: the index holds it (content_hash is derived on demand)
-        at = {int(index.rowids[r]): r for r in rows}
-        for rowid, row in found.items():
-            if row["eligible"]:
-                row["text"] = index.candidate_text(at[rowid], row.get("role"))
-    return {row["id"]: row for row in found.values() if row["eligible"]}
+    at = {int(index.rowids[r]): r for r in rows}
+    for rowid, row in found.items():
+        row["pos"] = at[rowid]  # the row's position in the index
+    if table == "kg_entities":  # its query decides eligibility (no index of its own on disk)
+        return {row["id"]: row for row in found.values() if row.pop("eligible")}
+    return _keep(index, list(found.values()), f)
+
+
+def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[str, Any]]:
+    """The eligible rows keyed by id, each with its text from the index (text is immutable; content_hash
+    is derived on demand) and, for facts, its confidence decayed to the time asked about."""
+    out = {}
+    for row in rows:
+        if index.table == "facts":
+            row["confidence"] = decayed(row["confidence"], row.pop("confidence_at"), f.at, f.decay_rate)
+        if eligible(index.table, row, f):
+            row["text"] = index.candidate_text(row["pos"], row.get("role"))
+            row["content_hash"] = None
+            out[row["id"]] = row
+    return out
+
+
+def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
+    """Whether a fact or episode row may be returned: status, validity at the time asked about, privacy,
+    tags, kinds, and (facts) a decayed confidence above f.min_confidence."""
+    if not f.include_private and (row["is_private"] or row["visibility"] == "private"):
+        return False
+    tags = row["tags"] or ()
+    if f.include_tags and not any(t in f.include_tags for t in tags):
+        return False
+    if any(t in f.exclude_tags for t in tags):
+        return False
+    at = f.at
+    if table == "episodes":
+        return (row["status"] in ("active", "pending_embed")
+                and (f.kinds is None or row["kind"] in f.kinds)
+                and (f.as_of is None or row["created_at"] <= f.as_of))
+    return (row["status"] in (("active",) if f.as_of is None else ("active", "superseded"))
+            and (row["valid_from"] or row["asserted_at"]) <= at
+            and (row["valid_to"] is None or row["valid_to"] > at)
+            and row["confidence"] > f.min_confidence)
 
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:

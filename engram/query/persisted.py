@@ -6,15 +6,17 @@ Layout under the index root (settings.index_dir, default <db_path>.indexes):
     <tenant key>/<table>-<model>-<dim>/g<...>/      one generation: manifest.json, numpy arrays, ann.usearch
 
 A generation is written under a temporary name, fsynced and renamed, and only then named in
-CURRENT, so a reader sees a whole old index or a whole new one. Its manifest records the run and the
-row watermark it covers (the table's highest rowid, read before the rows); a reader reads exactly
-from DuckDB the rows above the watermark and the rows that had no vector when it was written (the
-delta), and masks their old copies. Vectors and texts never change in place (an embedding is only
-ever set on a row that had none), so those two sets are every row the generation may lack. Which rows
-a search may return is always decided by the store (candidates.fetch: status, tenant, privacy), so
-a deleted, merged or deprecated row in an old index never comes back. A missing, stale or torn
-generation raises IndexUnusable; the caller falls back to the exact in-memory index with a warning,
-and the next publish writes a new one.
+CURRENT, so a reader sees a whole old index or a whole new one. It holds every row's text, vector and
+search columns (status, validity, confidence, privacy, tags, ...: what candidates.eligible decides by),
+read in one snapshot. Its manifest records the run, the row watermark (the table's highest rowid) and
+the newest update it covers (`covered`: every update of facts and episodes sets changed_at). A reader
+reads exactly from DuckDB the delta: rows above the watermark, rows updated since `covered`, and rows
+that had no vector when it was written; their old copies are masked. When the store holds fewer rows
+than the generation and the delta account for, the reader finds the deleted ones by rowid and masks
+them too. So a deleted, merged, deprecated or forgotten row in an old generation never comes back,
+and a search filters its candidates without reading the store. A missing, stale or torn generation
+raises IndexUnusable; the caller falls back to the exact in-memory index with a warning, and the next
+publish writes a new one.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ import shutil
 import threading
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engram.errors import StoreError
 from engram.query.lexical import tokenize
@@ -56,8 +59,9 @@ from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # 2: prev links a row to the row before it only when that row asks a question; 3: a rowid sample
-CHECK_ROWS = 16  # rows whose (rowid, id) a generation records and its readers check against the store
+FORMAT = 4  # 2: prev links a row to the row before it only when that row asks a question; 3: a rowid sample;
+# 4: the rows' search columns (columns.arrow) and the newest update covered
+CHECK_ROWS = 16  # rows of a generation whose (rowid, id) a reader checks against the store when it opens it
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
 # Graph links per node, and nodes visited per insert and per query. At 1M real vectors (bench/SEARCH.md,
@@ -71,6 +75,7 @@ ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
           "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", "text_data", "text_offsets")
+COLUMNS_FILE = "columns.arrow"  # every row's search columns (candidates.COLUMNS), in row order, Arrow IPC
 
 
 class IndexUnusable(StoreError):
@@ -143,11 +148,21 @@ def bm25_norms(parts: list[Postings]) -> list[np.ndarray]:
 
 def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
                 norms: list[np.ndarray] | None = None) -> list[np.ndarray]:
-    """Okapi BM25 (as lexical.BM25) over several postings read as one corpus; dead docs score 0 and are
-    left out of the document count (their term counts stay: a small, temporary idf drift until the next
-    publish)."""
-    n = sum(p.n for p in parts) - sum(int(d.sum()) for d in dead if d is not None)
-    out = [np.zeros(p.n, dtype=np.float32) for p in parts]
+    """Okapi BM25 (as lexical.BM25) over several postings read as one corpus, one array per part; dead
+    docs score 0 and are left out of the document count (their term counts stay: a small, temporary
+    idf drift until the next publish)."""
+    flat = bm25_corpus_scores(parts, query_tokens, dead, norms)
+    return np.split(flat, np.cumsum([p.n for p in parts])[:-1])
+
+
+def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
+                       norms: list[np.ndarray] | None = None, n_live: int | None = None) -> np.ndarray:
+    """bm25_scores in one array, the parts' documents one after another (`n_live`: the live document
+    count when the caller keeps it)."""
+    n = sum(p.n for p in parts) - sum(int(d.sum()) for d in dead if d is not None) if n_live is None else n_live
+    flat = np.zeros(sum(p.n for p in parts), dtype=np.float32)
+    ends = np.cumsum([p.n for p in parts])
+    out = [flat[end - p.n:end] for p, end in zip(parts, ends, strict=True)]  # views of flat
     norms = norms if norms is not None else bm25_norms(parts)
     for term in set(query_tokens):
         hits = [p.hit(term) for p in parts]
@@ -161,7 +176,7 @@ def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[n
     for scores, d in zip(out, dead, strict=True):
         if d is not None:
             scores[d] = 0.0
-    return out
+    return flat
 
 
 # ---------------------------------------------------------------- writing
@@ -174,15 +189,42 @@ def _save(path: Path, array: np.ndarray) -> None:
         os.fsync(fh.fileno())
 
 
+def _save_table(path: Path, table: pa.Table) -> None:
+    """An Arrow IPC file (uncompressed: readers map it)."""
+    with open(path, "wb") as fh:
+        with pa.ipc.new_file(fh, table.schema) as writer:
+            writer.write_table(table)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _aligned_columns(columns: pa.Table, rowids: np.ndarray, table: str) -> pa.Table:
+    """The search columns in the index's row order (both were read in one snapshot, so every rowid is there)."""
+    have = columns["row_id"].to_numpy().astype(np.int64)
+    order = np.argsort(have, kind="stable")
+    at = np.searchsorted(have[order], rowids)
+    take = order[np.minimum(at, max(len(have) - 1, 0))]
+    if len(rowids) and (len(have) == 0 or not np.array_equal(have[take], rowids)):
+        raise StoreError(f"{table} index: the search columns and the rows disagree (not one snapshot)")
+    return columns.take(pa.array(take, pa.int64())).select(list(columns.column_names[2:-1]))
+
+
 def write(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
           run_id: str | None = None, signature: tuple | None = None) -> dict[str, Any]:
     """Write a new generation of one tenant's table index and switch it in; older generations are removed."""
     t0 = time.perf_counter()
     signature = signature or table_signature(con, table, user_id)
     watermark = signature[2]  # newest row time, for the record
-    # read before the rows: a row stored meanwhile has a higher rowid, so it is in every reader's delta
-    max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
-    index = build_index(con, table, user_id, model, dim, signature)
+    # taken before the snapshot: an update committed after it sets a later changed_at
+    read_at = datetime.now(UTC).replace(tzinfo=None)
+    with db.transaction(con):  # one snapshot: the rows, their columns and both watermarks agree
+        max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
+        index = build_index(con, table, user_id, model, dim, signature)
+        columns = db.query_arrow(con, f"queries/index_columns_{table}", user_id=user_id)
+    newest_update = pc.max(columns["changed_at"]).as_py() if columns.num_rows else None
+    # rows updated at or after this are read again by readers (an update racing the snapshot included)
+    covered = min(newest_update, read_at) if newest_update else read_at
+    columns = _aligned_columns(columns, index.rowids, table)
     arrays: dict[str, np.ndarray] = {
         "rowids": index.rowids, "ids": np.array(index.ids, dtype=str) if index.n else np.zeros(0, "U1"),
         "prev": index.prev, "next": index.next, "vec_row": index.vec_row, "vec_pos": index.vec_pos,
@@ -206,6 +248,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
     try:
         for key, array in arrays.items():
             _save(tmp / f"{key}.npy", array)
+        _save_table(tmp / COLUMNS_FILE, columns)
         ann = n_vec >= ANN_MIN
         if ann:
             from usearch.index import Index
@@ -219,8 +262,8 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         manifest = {
             "format": FORMAT, "user_id": user_id, "table": table, "model": model, "dim": dim,
             "run_id": run_id, "watermark": watermark.isoformat() if watermark else None, "max_rowid": max_rowid,
+            "covered": covered.isoformat(),
             "rows": index.n, "vectors": n_vec, "ann": ann, "ann_dtype": ANN_DTYPE if ann else None,
-            "check": check_sample(arrays["rowids"], arrays["ids"]),
             "written_at": datetime.now().isoformat(), "files": files,
         }
         with open(tmp / "manifest.json", "w") as fh:
@@ -260,7 +303,7 @@ def check_against_store(con: db.Connection, gen: Generation, table: str, user_id
     A store deleted and created again at the same path restarts its rowids: without this check its new
     rows below the old watermark would never be searched, and the old rowids would name other rows.
     """
-    sample = gen.manifest.get("check", [])
+    sample = check_sample(np.asarray(gen.arrays["rowids"]), np.asarray(gen.arrays["ids"]))
     if not sample:
         return
     found = dict(db.rows(con, f"queries/index_check_{table}", user_id=user_id, row_ids=[r for r, _ in sample]))
@@ -319,7 +362,14 @@ class Generation:
         n = len(self.arrays["rowids"])
         if manifest["rows"] != n or self.arrays["vectors"].shape != (manifest["vectors"], dim):
             raise IndexUnusable(f"{table} index: torn (array shapes disagree with the manifest)")
+        try:
+            self.columns = pa.ipc.open_file(pa.memory_map(str(path / COLUMNS_FILE))).read_all()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise IndexUnusable(f"{table} index: unreadable search columns ({type(exc).__name__})") from None
+        if self.columns.num_rows != n:
+            raise IndexUnusable(f"{table} index: torn (search columns disagree with the manifest)")
         self.path, self.manifest, self.n = path, manifest, n
+        self.covered = datetime.fromisoformat(manifest["covered"])
         self.watermark = datetime.fromisoformat(manifest["watermark"]) if manifest["watermark"] else None
         self.ann = None
         if manifest["ann"]:
@@ -400,13 +450,14 @@ class PersistedTableIndex(TableIndex):
     """A published generation plus the delta read exactly from the store, searched as one index.
 
     Positions 0..nb-1 are the generation's rows, nb.. the delta's; the generation's copies of rows the
-    delta re-read are dead (never returned). Missing rowids at fetch time are rows deleted since the
-    publish: they are dropped, not an error (`missing_ok`).
+    delta re-read, and of rows deleted since, are dead (never returned). The search columns of a row
+    come from the generation or, for the delta, from the store (`delta_columns`).
     """
 
     missing_ok = True
 
-    def __init__(self, gen: Generation, delta: TableIndex, signature: tuple, key: tuple) -> None:
+    def __init__(self, gen: Generation, delta: TableIndex, delta_columns: pa.Table, signature: tuple,
+                 key: tuple) -> None:
         a = gen.arrays
         nb, nbv = gen.n, gen.manifest["vectors"]
         dead = np.zeros(nb, bool)
@@ -428,12 +479,42 @@ class PersistedTableIndex(TableIndex):
             next=np.concatenate([np.asarray(a["next"]), shift(delta.next, nb)]),
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
+        self.delta_columns = delta_columns
+        self._count_dead()
         self._delta_postings = Postings(postings([tokenize(t) for t in text_list(delta.texts)]))
         self._norms = bm25_norms([gen.postings, self._delta_postings])
 
     @property
     def dim(self) -> int:
         return int(self.gen.manifest["dim"])
+
+    def mark_dead(self, base_rows: np.ndarray) -> None:
+        """Mask generation rows (positions) the store no longer holds."""
+        self.dead[base_rows] = True
+        dv = np.asarray(self.gen.arrays["vec_row"])[base_rows]
+        self.dead_vec[dv[dv >= 0]] = True
+        self._count_dead()
+
+    def _count_dead(self) -> None:
+        self.n_dead, self.n_dead_vec = int(self.dead.sum()), int(self.dead_vec.sum())
+
+    def live_rows(self) -> int:
+        """Rows this index can return: the generation's live ones and the delta."""
+        return self.nb - self.n_dead + self.delta.n
+
+    def candidate_rows(self, rows: list[int]) -> list[dict[str, Any]]:
+        """The search columns of the live rows at these positions, each with its id, rowid and position."""
+        at = np.asarray(rows, dtype=np.int64)
+        base = at[at < self.nb]
+        base = base[~self.dead[base]]
+        out = []
+        for part, first, columns in ((base, 0, self.gen.columns), (at[at >= self.nb], self.nb, self.delta_columns)):
+            if not len(part):
+                continue
+            for r, row in zip(part.tolist(), columns.take(pa.array(part - first)).to_pylist(), strict=True):
+                row |= {"row_id": int(self.rowids[r]), "id": self.ids[r], "pos": r}
+                out.append(row)
+        return out
 
     def text(self, r: int) -> str:
         """The searchable text of row r (an episode's is "role: content")."""
@@ -510,7 +591,7 @@ class PersistedTableIndex(TableIndex):
             k = min(max(want, ANN_RESCORE), self.nbv)
             top = np.argpartition(-sims, k - 1)[:k] if k < self.nbv else np.arange(self.nbv)
         else:
-            k = min(max(2 * want, ANN_RESCORE) + int(self.dead_vec.sum()), self.nbv)
+            k = min(max(2 * want, ANN_RESCORE) + self.n_dead_vec, self.nbv)
             # asked for every vector: a graph search (approximate) could only drop some, so take them all
             if k >= self.nbv:
                 top = np.arange(self.nbv)
@@ -520,9 +601,8 @@ class PersistedTableIndex(TableIndex):
         return np.sort(top[~self.dead_vec[top]])
 
     def lexical_scores(self, query: str, context: Context = NO_CONTEXT) -> np.ndarray:
-        base, delta = bm25_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
-                                  self._norms)
-        scores = np.concatenate([base, delta])
+        scores = bm25_corpus_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
+                                    self._norms, self.live_rows())
         if any(context) and scores.size:
             scores = scores + context[0] * gather(scores, self.prev) + context[1] * gather(scores, self.next)
         return scores
@@ -576,8 +656,15 @@ class PersistedCache:
             index = self._indexes.get(key)
         if index is not None and index.gen is gen and index.signature == signature:
             return index
-        delta = _delta(con, gen, table, user_id, model, dim, signature)
-        index = PersistedTableIndex(gen, delta, signature, key)
+        delta, columns = _delta(con, gen, table, user_id, model, dim, signature)
+        index = PersistedTableIndex(gen, delta, columns, signature, key)
+        if index.live_rows() != signature[0]:
+            try:
+                _mask_deleted(con, index, table, user_id)
+            except IndexUnusable:
+                with self._lock:
+                    self._broken[key] = name  # exact path until a publish writes a new generation
+                raise
         with self._lock:
             self._indexes[key] = index
         return index
@@ -608,12 +695,13 @@ class PersistedCache:
 
 
 def _delta(con: db.Connection, gen: Generation, table: str, user_id: str, model: str, dim: int,
-           signature: tuple) -> TableIndex:
-    """The rows the generation does not cover: stored after it (rowid above its max), or unembedded then."""
+           signature: tuple) -> tuple[TableIndex, pa.Table]:
+    """The rows the generation does not hold as they are now (stored after it, updated since, or
+    unembedded then) and their search columns, in the same order."""
     max_rowid = gen.manifest["max_rowid"]
     params = {"user_id": user_id, "model": model, "dim": dim}
     rows = db.query_arrow(con, f"queries/query_index_delta_{table}", **params,
-                          max_rowid=-1 if max_rowid is None else max_rowid)
+                          max_rowid=-1 if max_rowid is None else max_rowid, covered=gen.covered)
     pending = [str(x) for x in gen.arrays["pending"]]
     if pending:  # a separate, rarer query: an id list in the same filter would make DuckDB read every row
         earlier = db.query_arrow(con, f"queries/query_index_pending_{table}", **params, pending=pending)
@@ -621,7 +709,22 @@ def _delta(con: db.Connection, gen: Generation, table: str, user_id: str, model:
         moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
         earlier = earlier.filter(pa.array(~moved))
         rows = pa.concat_tables([earlier, rows.cast(earlier.schema)])
-    return index_of_rows(rows, table, dim, signature)
+    return index_of_rows(rows, table, dim, signature), rows.select(list(gen.columns.column_names))
+
+
+def _mask_deleted(con: db.Connection, index: PersistedTableIndex, table: str, user_id: str) -> None:
+    """Mask the generation's rows deleted from the store since it was written (the store counts fewer
+    rows than the generation and the delta hold); IndexUnusable when the counts still disagree."""
+    check_against_store(con, index.gen, table, user_id)  # rowids still name the same rows (no compaction)
+    live = np.asarray([r for (r,) in db.rows(con, f"queries/index_live_rowids_{table}", user_id=user_id,
+                                                max_rowid=index.gen.manifest["max_rowid"] or -1)], dtype=np.int64)
+    base_rowids = np.asarray(index.gen.arrays["rowids"])
+    gone = np.flatnonzero(~np.isin(base_rowids, live))
+    if len(gone):
+        index.mark_dead(gone)
+    if index.live_rows() != index.signature[0]:
+        raise IndexUnusable(f"{table} index: stale (the store holds {index.signature[0]} rows, the index "
+                            f"and its delta {index.live_rows()})")
 
 
 PERSISTED = PersistedCache()

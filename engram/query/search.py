@@ -335,10 +335,13 @@ def _rank(
     windows: list[TimeWindow] | None = None, lenders: Lenders = (),
 ) -> list[Hit]:
     ids = sorted(kept)
-    pos = index.positions(ids)
+    pos = np.array([kept[i]["pos"] for i in ids], dtype=np.int64)  # candidates.fetch read them at these positions
     has_vec = index.vec_row[pos] >= 0
+    cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
+    if has_vec.any():
+        cand_vecs[has_vec] = index.vectors(index.vec_row[pos[has_vec]])
     if qvec is not None:
-        sims = index.similarities(qvec, pos)
+        sims = cand_vecs @ qvec
         ctx = sims.copy()
         for weight, nb in zip(context, (index.prev[pos], index.next[pos]), strict=True):
             ok = nb >= 0
@@ -350,7 +353,8 @@ def _rank(
     rec = np.array([recency(kept[i].get("created_at"), f.at) for i in ids])
     relevance = settings.weight_similarity * ctx + settings.weight_confidence * conf + settings.weight_recency * rec
     lex_scores = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
-    lex_top = float(lex.max()) if lex is not None and len(lex) and lex.max() > 0 else 1.0
+    lex_max = float(lex.max()) if lex is not None and len(lex) else 0.0
+    lex_top = lex_max if lex_max > 0 else 1.0
     score = np.zeros(len(pos))
     if method != "lexical":
         vrank = _ranks(relevance, has_vec)
@@ -368,14 +372,15 @@ def _rank(
     if lenders:
         score = _lend(score, ids, lenders)
     order = np.argsort(-score, kind="stable")
-    cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
-    if has_vec.any():
-        cand_vecs[has_vec] = index.vectors(index.vec_row[pos[has_vec]])
+    # cosine of every candidate with every other, computed at once: candidate j is a near restatement of
+    # a hit shown so far when its cosine with that hit's candidate reaches DIVERSITY_COSINE
+    close = (cand_vecs @ cand_vecs.T >= DIVERSITY_COSINE) & has_vec[:, None] & has_vec[None, :]
     hits: list[Hit] = []
-    # vectors of the hits so far (row k belongs to hits[owner[k]]), compared at once with each candidate
-    kept_mat = np.empty((len(order), index.dim), dtype=np.float32)
-    owner: list[int] = []
+    owner = np.full(len(pos), -1, np.int64)  # candidate index -> the hit it is shown as (hits with a vector)
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
+    # an identical text has the identical vector, so with a vector on every candidate the cosine test
+    # folds exact duplicates too and no candidate's text needs hashing before it is shown
+    hash_all = not has_vec.all()
     scanned_past_limit = 0
     for j in order:
         if score[j] <= 0:
@@ -387,40 +392,48 @@ def _rank(
             if scanned_past_limit > SCAN_PAST_LIMIT * limit:
                 break
         row = kept[ids[j]]
-        vec = cand_vecs[j] if has_vec[j] else None
-        chash = row.get("content_hash") or content_hash(row["text"])
-        row["content_hash"] = chash
-        if chash in kept_hashes:
-            hits[kept_hashes[chash]].absorbed.append(row["id"])
-            continue
+        if hash_all:
+            row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
+            if row["content_hash"] in kept_hashes:
+                hits[kept_hashes[row["content_hash"]]].absorbed.append(row["id"])
+                continue
         near = None
-        if vec is not None and owner:
-            close = np.flatnonzero(kept_mat[:len(owner)] @ vec >= DIVERSITY_COSINE)
-            near = owner[int(close[0])] if len(close) else None
+        if has_vec[j]:
+            shown = owner[close[j] & (owner >= 0)]
+            near = int(shown.min()) if len(shown) else None
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
-        sim = float(sims[j]) if has_vec[j] and qvec is not None else None
-        parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
-                 "recency": float(rec[j]), "confidence": float(conf[j])}
-        hit = _hit(index.table, row, float(score[j]), sim, readable_relevance(parts), float(conf[j]), float(rec[j]),
-                   float(lex_scores[j]))
-        hit.parts = {k: round(v, 4) for k, v in parts.items()}
         if near is not None:
-            if _is_update(hits[near], hit, kept):
+            if _is_update(kept[hits[near].id], row):
                 # the later statement of the same thing with another value is the current one: it takes the slot
+                hit = _hit_of(index.table, row, j, sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
                 hit.score = hits[near].score
                 hit.absorbed = [*hits[near].absorbed, hits[near].id]
                 hits[near] = hit
-                kept_hashes[chash] = near
+                kept_hashes[hit.content_hash] = near
             else:
-                hits[near].absorbed.append(hit.id)
+                hits[near].absorbed.append(row["id"])
             continue
-        kept_hashes[chash] = len(hits)
-        if vec is not None:
-            kept_mat[len(owner)] = vec
-            owner.append(len(hits))
+        hit = _hit_of(index.table, row, j, sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
+        hit.score = round(float(score[j]), 6)
+        kept_hashes[hit.content_hash] = len(hits)
+        if has_vec[j]:
+            owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
         hits.append(hit)
     return hits
+
+
+def _hit_of(table: str, row: dict[str, Any], j: int, sims: np.ndarray, has_vec: np.ndarray,
+            qvec: np.ndarray | None, lex_scores: np.ndarray, lex_top: float, rec: np.ndarray,
+            conf: np.ndarray) -> Hit:
+    """The Hit of candidate j, with the parts its relevance is made of."""
+    row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
+    sim = float(sims[j]) if has_vec[j] and qvec is not None else None
+    parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
+             "recency": float(rec[j]), "confidence": float(conf[j])}
+    hit = _hit(table, row, 0.0, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
+    hit.parts = {k: round(v, 4) for k, v in parts.items()}
+    return hit
 
 
 SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
@@ -443,12 +456,12 @@ def _stated_at(row: dict[str, Any]) -> datetime | None:
     return row.get("valid_from") or row.get("created_at")
 
 
-def _is_update(shown: Hit, candidate: Hit, rows: dict[str, dict[str, Any]]) -> bool:
-    """Whether `candidate` restates `shown` with a different value, later (a knowledge update)."""
-    later, earlier = _stated_at(rows[candidate.id]), _stated_at(rows[shown.id])
+def _is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """Whether the `candidate` row restates the `shown` row with a different value, later (a knowledge update)."""
+    later, earlier = _stated_at(candidate), _stated_at(shown)
     if later is None or earlier is None or later <= earlier:
         return False
-    return valence_conflict(shown.text, candidate.text) == "different value"
+    return valence_conflict(shown["text"], candidate["text"]) == "different value"
 
 
 def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,

@@ -66,6 +66,10 @@ class TableIndex:
             return text[len(role) + 2:]
         return text
 
+    def candidate_rows(self, rows: list[int]) -> list[dict[str, Any]] | None:
+        """The search columns of the rows at these positions when the index holds them; None: read the store."""
+        return None
+
     @property
     def n(self) -> int:
         """Number of rows (embedded or not)."""

@@ -3,7 +3,8 @@
 update episodes
 set
     status = 'removal',
-    status_changed_at = $now
+    status_changed_at = $now,
+    changed_at = now() at time zone 'UTC'
 where user_id = $user_id
     and id in (select unnest($ids))
     and status <> 'removal'

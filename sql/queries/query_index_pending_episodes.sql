@@ -1,5 +1,5 @@
 -- Returns the tenant's episodes among $pending (ids an on-disk index generation held without a vector: they
--- may have one now), same columns and order as query_index_episodes. Run only when the list is not empty.
+-- may have one now), same columns as query_index_delta_episodes. Run only when the list is not empty.
 -- Params: $user_id, $model, $dim, $pending (ids).
 select
     e.rowid as row_id,
@@ -8,7 +8,15 @@ select
     e.session_id,
     case
         when e.embedding_model = $model and e.embedding_dim = $dim then e.embedding
-    end as embedding
+    end as embedding,
+    e.role,
+    e.kind,
+    e.origin,
+    e.created_at,
+    e.tags,
+    e.status,
+    e.visibility,
+    e.is_private
 from episodes as e
 where e.user_id = $user_id
     and list_contains($pending::varchar[], e.id)

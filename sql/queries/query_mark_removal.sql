@@ -3,7 +3,8 @@
 update episodes as e
 set
     status = 'removal',
-    status_changed_at = now() at time zone 'UTC'
+    status_changed_at = now() at time zone 'UTC',
+    changed_at = now() at time zone 'UTC'
 where e.user_id = $user_id
     and list_contains($ids::varchar[], e.id)
     and e.status in ('active', 'pending_embed')

@@ -6,7 +6,8 @@ set
     embedding = i.embedding,
     embedding_model = i.embedding_model,
     embedding_dim = i.embedding_dim,
-    status = 'active'
+    status = 'active',
+    changed_at = now() at time zone 'UTC'
 from incoming_embeddings as i
 where e.user_id = i.user_id
     and e.id = i.id

@@ -3,7 +3,8 @@
 update episodes as ep
 set
     status = 'removal',
-    status_changed_at = now() at time zone 'UTC'
+    status_changed_at = now() at time zone 'UTC',
+    changed_at = now() at time zone 'UTC'
 where ep.user_id = $user_id
     and ep.kind = 'thought'
     and ep.status = 'active'

@@ -10,6 +10,7 @@ set
     valid_to = coalesce(c.valid_to, f.valid_to),
     evidence_count = f.evidence_count + coalesce(c.evidence_delta, 0),
     last_updated = $now,
+    changed_at = now() at time zone 'UTC',
     last_reinforced_at = case when c.reinforced then $now else f.last_reinforced_at end
 from fact_changes as c
 where f.user_id = $user_id

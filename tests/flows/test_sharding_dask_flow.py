@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DASK = str(Path(sys.executable).with_name("dask"))
 CHECKS = sorted((ROOT / "sql" / "checks").glob("*.sql"))
 COMPARED = {
-    "facts": "select * from facts order by user_id, id",
+    "facts": "select * exclude (changed_at) from facts order by user_id, id",  # changed_at: wall clock
     "fact_sources": "select * exclude (created_at) from fact_sources order by all",
     "fact_events": "select * exclude (seq) from fact_events order by user_id, id",  # seq: per-store counter
     "episodes": "select user_id, id, status, consolidated_run_id from episodes order by user_id, id",

@@ -37,11 +37,11 @@ def run_script(env: dict[str, str], crash_at: str | None = None) -> int:
 
 def store_state(settings) -> dict[str, list]:
     queries = {
-        "facts": "select * exclude (embedding) from facts order by all",
+        "facts": "select * exclude (embedding, changed_at) from facts order by all",  # changed_at: wall clock
         "fact_sources": "select * exclude (created_at) from fact_sources order by all",
         "fact_events": "select * exclude (seq) from fact_events order by all",
         "llm_reviews": "select * from llm_reviews order by all",
-        "episodes": "select * exclude (ingested_at, embedding) from episodes order by all",
+        "episodes": "select * exclude (ingested_at, embedding, changed_at) from episodes order by all",
         "runs": "select run_id, user_id, stage, status from runs order by all",
     }
     with db.open_store(settings) as con:

@@ -4,6 +4,8 @@ path, the delta, rows that must never come back, and fallback on a missing, stal
 from __future__ import annotations
 
 import logging
+import re
+from datetime import datetime
 
 import numpy as np
 import pytest
@@ -18,7 +20,7 @@ from engram.query.persisted import (
     table_index,
 )
 from engram.query.vector_index import CACHE, TableIndex
-from engram.store import db
+from engram.store import db, fact_ops
 from tests.query_seed import seed_episodes, seed_facts
 
 WORDS = ("garden tea cat Oslo sister report budget river piano winter coffee train mountain novel "
@@ -145,8 +147,13 @@ def test_deleted_merged_deprecated_and_other_tenants_rows_never_come_back(settin
     _publish(settings, con, "u2")
     con.execute("delete from facts where id = 'gone'")
     con.execute("delete from episodes where id = 'ep_gone'")
-    con.execute("update facts set status = 'merged_into', merged_into_id = 'keep' where id = 'merged'")
-    con.execute("update facts set status = 'deprecated' where id = 'dep'")
+    # through the product's write path, on a run clock long before the publish: the business times
+    # (last_updated) stay old, the change mark (changed_at) does not
+    long_ago = datetime(2001, 1, 1)
+    fact_ops.apply_changes(con, "u1", "r-late", [
+        fact_ops.FactChange("merged", "merged", "test", status="merged_into", merged_into_id="keep"),
+        fact_ops.FactChange("dep", "deprecated", "test", status="deprecated"),
+    ], long_ago)
     for method in ("hybrid", "vector", "lexical"):
         hits = search_memory("Quokka island ferry leaves", "both", 20, "u1", settings=settings, con=con,
                              method=method)
@@ -274,3 +281,59 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
     query = np.vstack([query, exact.exact[::9]])
     for threshold in (0.2, 0.5, 0.9):
         assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
+
+
+def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on():
+    # an on-disk index learns which rows changed since it was written from changed_at alone
+    # (persisted._delta): a statement that updates either table without setting it would let a
+    # reader serve the row as it was at the publish
+    from engram.store.db import SQL_DIR
+
+    updates = {path.name: path.read_text() for path in (SQL_DIR / "queries").glob("*.sql")
+               if re.search(r"\bupdate\s+(facts|episodes)\b", path.read_text(), re.IGNORECASE)}
+    assert "update_facts_from_changes.sql" in updates and "store_episode_embeddings.sql" in updates
+    # the one exception: the extract stage's consumption mark is no search column and is set for every
+    # new episode each night, which would send them all to every reader's delta
+    exempt = {"mark_episodes_consolidated.sql"}
+    unmarked = [name for name, text in updates.items() if "changed_at =" not in text and name not in exempt]
+    assert not unmarked
+
+
+def test_a_generation_filters_candidates_from_its_own_columns_exactly_as_the_store_would(settings, con):
+    # the same rows, with every filter the candidates pass through, read from the generation's
+    # columns and from the store: the same rows come back, with the same values
+    from engram.query import candidates
+    from engram.query.vector_index import CACHE as EXACT
+
+    rows = _facts(30)
+    for i, row in enumerate(rows):
+        row |= {"tags": [["work"], ["home"], []][i % 3], "confidence": 0.2 + 0.025 * i,
+                "visibility": "private" if i % 7 == 0 else "project",
+                "asserted_at": datetime(2024, 1 + i % 12, 1), "confidence_at": datetime(2024, 6, 1)}
+    seed_facts(settings, con, rows)
+    seed_facts(settings, con, [{"id": "late", "text": "stored after the publish", "tags": ["work"]}])
+    _publish(settings, con)
+    fact_ops.apply_changes(con, "u1", "r2", [fact_ops.FactChange("u1_f4", "superseded", "test", status="superseded",
+                                                                 valid_to=datetime(2024, 9, 1))], datetime(2024, 9, 1))
+    emb = HashEmbedder(settings.embed_dim)
+    on_disk = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    store = EXACT.get(con, settings.db_path, "facts", "u1", emb.model, emb.dim)
+    assert on_disk.candidate_rows([0]) and store.candidate_rows([0]) is None
+    filters = [
+        candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), decay_rate=0.001),
+        candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), as_of=datetime(2024, 8, 1), min_confidence=0.1),
+        candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), include_private=True, include_tags=("work",),
+                           decay_rate=0.0),
+        candidates.Filters(user_id="u1", now=datetime(2026, 1, 1), exclude_tags=("home",), decay_rate=0.0005),
+    ]
+    for f in filters:
+        got = candidates.fetch(con, on_disk, list(range(on_disk.n)), f)
+        want = candidates.fetch(con, store, list(range(store.n)), f)
+        assert got.keys() == want.keys() and got  # every filter leaves some rows, and the same ones
+        for fid in got:
+            a = {k: v for k, v in got[fid].items() if k not in ("pos", "row_id")}
+            b = {k: v for k, v in want[fid].items() if k not in ("pos", "row_id")}
+            assert a == b
+    now_rows = candidates.fetch(con, on_disk, list(range(on_disk.n)), filters[0])
+    assert "u1_f4" not in now_rows and "u1_f8" in now_rows  # superseded since the publish
+    assert "u1_f4" in candidates.fetch(con, on_disk, list(range(on_disk.n)), filters[1])  # as of before it
