@@ -206,7 +206,8 @@ def _aligned_columns(columns: pa.Table, rowids: np.ndarray, table: str) -> pa.Ta
     take = order[np.minimum(at, max(len(have) - 1, 0))]
     if len(rowids) and (len(have) == 0 or not np.array_equal(have[take], rowids)):
         raise StoreError(f"{table} index: the search columns and the rows disagree (not one snapshot)")
-    return columns.take(pa.array(take, pa.int64())).select(list(columns.column_names[2:-1]))
+    kept = [c for c in columns.column_names if c not in ("row_id", "id", "changed_at")]  # ids: the index has them
+    return columns.take(pa.array(take, pa.int64())).select(kept)
 
 
 def write(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
