@@ -10,7 +10,9 @@ vectors. Per size: the nightly publish writes the on-disk index (timed); a new p
 `cold_first_result_s`; then, warm, in this process: the index's vector top-10 and its recall@10
 against exact float32 top-10 over every vector, search_memory facts-only with method vector and
 hybrid through the index (end to end: candidate fetch with filters, ranking; query vectors
-precomputed), and the baselines of the same run: the exact in-memory path (every process builds it
+precomputed), the same hybrid search again for other held-out queries after the process has answered
+--steady more (unmeasured) queries, i.e. with the mapped index files touched as a serving process has
+touched them (`steady hybrid`), and the baselines of the same run: the exact in-memory path (every process builds it
 from DuckDB; its build time is reported) and the cosine top-k computed in DuckDB per query.
 """
 
@@ -98,13 +100,13 @@ def cold_cli(db_path: Path, query: str) -> float:
     return secs
 
 
-def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) -> dict:
+def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, steady: int = 100) -> dict:
     """Build a store of `size` facts, publish its index and time every path."""
     db_path = workdir / f"facts_{size}.duckdb"
     os.environ["ENGRAM_DB_PATH"] = str(db_path)
     settings = load_settings(embedder="minilm", llm="none", search_index=True, search_index_min_rows=0)
     exact_settings = settings.model_copy(update={"search_index": False})
-    base_t, base_v, query_t, query_v = real_vectors.held_out(size, n_queries + 1)
+    base_t, base_v, query_t, query_v = real_vectors.held_out(size, 1 + n_queries + (steady + n_queries if steady else 0))
     t0 = time.perf_counter()
     with db.open_store(settings) as con:
         for start in range(0, size, CHUNK):
@@ -115,8 +117,10 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
         t = time.perf_counter()
         published = persisted.write_tenant(settings, con, USER, MODEL, DIM, run_id="bench")
         publish_s = time.perf_counter() - t
-    result: dict = {"size": size, "load_s": load_s, "publish_s": publish_s, "published": published}
+    result: dict = {"size": size, "load_s": load_s, "publish_s": publish_s, "published": published, "steady": steady}
     queries = list(zip(query_t, query_v, strict=True))
+    # 1 warm-up, the measured queries, then (steady) unmeasured queries and the measured steady ones
+    queries, later = queries[:1 + n_queries], queries[1 + n_queries:]
     colds = [cold_cli(db_path, queries[i][0]) for i in range(3)]
     result["cold_first_result_s"] = colds[0]
     result["cold_runs_s"] = colds
@@ -136,6 +140,8 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
         timings: dict[str, list[float]] = {"index top-10": [], "search vector": [], "search hybrid": [],
                                            "exact search hybrid (baseline)": [], "duckdb cosine (baseline)": []}
         recall = []
+        for qtext, q in later:
+            embedder.vectors[qtext] = q
         for qtext, q in queries[1:]:
             t = time.perf_counter()
             rows, _ = index.vector_top(q, 10)
@@ -154,6 +160,14 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path) 
             t = time.perf_counter()
             db.rows(con, "queries/query_facts_cosine_top", user_id=USER, q=q.tolist(), model=MODEL, dim=DIM, k=10)
             timings["duckdb cosine (baseline)"].append((time.perf_counter() - t) * 1000)
+        if steady:
+            for qtext, _ in later[:steady]:
+                search_memory(qtext, "facts", 10, USER, settings=settings, con=con, method="hybrid", embedder=embedder)
+            timings["steady hybrid"] = []
+            for qtext, _ in later[steady:]:
+                t = time.perf_counter()
+                search_memory(qtext, "facts", 10, USER, settings=settings, con=con, method="hybrid", embedder=embedder)
+                timings["steady hybrid"].append((time.perf_counter() - t) * 1000)
     result["timings"] = {k: pct(v) for k, v in timings.items()}
     result["recall_at_10"] = float(np.mean(recall))
     result["path"] = ("usearch i8 graph + exact f32 rescoring" if published["facts"]["ann"]
@@ -169,13 +183,15 @@ def report(results: list[dict], n_queries: int) -> str:
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()} {platform.system()} "
         f"{platform.release()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average at the end {os.getloadavg()[0]:.1f} (the cores are shared: high load inflates times)",
-        f"- {n_queries} held-out real sentences as queries per size after one warm-up; MiniLM vectors of the dev"
+        f"- {n_queries} held-out real sentences as queries per size after one warm-up (steady: {n_queries} other"
+        f" ones after {results[0].get('steady', 0) if results else 0} more unmeasured); MiniLM vectors of the dev"
         " sentences filled with noised copies, one tenant; warm rows exclude query embedding, the CLI row includes it",
         "",
         "| facts | index path | publish s | new `engram search` to result s (3 runs) | index top-10 p50/p95 |"
         " search vector p50/p95 | search hybrid p50/p95 | exact in-memory hybrid p50/p95 (baseline) |"
-        " exact build s | duckdb cosine p50/p95 (baseline) | hybrid p50 vs duckdb | index recall@10 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " steady hybrid p50/p95 | exact build s | duckdb cosine p50/p95 (baseline) | hybrid p50 vs duckdb |"
+        " index recall@10 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         t = r["timings"]
@@ -186,7 +202,9 @@ def report(results: list[dict], n_queries: int) -> str:
             f"| {t['index top-10'][0]:.1f} / {t['index top-10'][1]:.1f} "
             f"| {t['search vector'][0]:.1f} / {t['search vector'][1]:.1f} "
             f"| {t['search hybrid'][0]:.1f} / {t['search hybrid'][1]:.1f} "
-            f"| {ex[0]:.1f} / {ex[1]:.1f} | {r['exact_build_s']:.1f} "
+            f"| {ex[0]:.1f} / {ex[1]:.1f} "
+            f"| {' / '.join(f'{v:.1f}' for v in t['steady hybrid']) if 'steady hybrid' in t else '-'} "
+            f"| {r['exact_build_s']:.1f} "
             f"| {base[0]:.1f} / {base[1]:.1f} | {base[0] / t['search hybrid'][0]:.1f}x "
             f"| {r['recall_at_10']:.3f} |"
         )
@@ -199,6 +217,7 @@ def as_json(results: list[dict]) -> dict:
         "cold_first_result_s": r["cold_first_result_s"], "cold_runs_s": r["cold_runs_s"],
         "hybrid_p50_ms": r["timings"]["search hybrid"][0], "hybrid_p95_ms": r["timings"]["search hybrid"][1],
         "vector_p95_ms": r["timings"]["search vector"][1],
+        "steady_hybrid_p95_ms": r["timings"].get("steady hybrid", (None, None))[1],
         "exact_hybrid_p95_ms": r["timings"]["exact search hybrid (baseline)"][1],
         "duckdb_p50_ms": r["timings"]["duckdb cosine (baseline)"][0],
         "duckdb_p95_ms": r["timings"]["duckdb cosine (baseline)"][1],
@@ -213,6 +232,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--large", action="store_true", help="Also measure 1,000,000 facts (~6 GB RAM).")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--steady", type=int, default=100,
+                        help="Unmeasured queries before the steady-state hybrid pass (0: no such pass).")
     parser.add_argument("--json", type=Path, help="Write the results keyed by size to this file.")
     args = parser.parse_args()
     sizes = args.sizes + ([1_000_000] if args.large else [])
@@ -220,7 +241,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="engram-search-") as tmp:
         results = []
         for size in sizes:
-            results.append(measure(size, args.queries, rng, Path(tmp)))
+            results.append(measure(size, args.queries, rng, Path(tmp), args.steady))
             print(report(results, args.queries), flush=True)
     if args.json:
         args.json.write_text(json.dumps(as_json(results), indent=1))
