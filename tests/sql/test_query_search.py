@@ -196,3 +196,17 @@ def test_an_answer_borrows_more_from_the_question_before_it_than_from_the_turn_a
     order = ids(hits)
     # both border a turn that matches; the answer follows it (ids would break a tie the other way)
     assert order.index("z_answer") < order.index("a_before")
+
+
+def test_a_value_restated_after_an_update_is_the_one_shown(settings, con):
+    # Lisbon, then Porto (an update takes Lisbon's slot), then Lisbon again, word for word: the last
+    # statement is the current one, so it must take the slot back rather than fold into Porto (it did,
+    # when the first Lisbon was ranked before it: its text matched the replaced hit's)
+    seed_episodes(settings, con, [
+        {"id": "e1", "content": "Maria Santos rents a small flat near the old harbour market in Lisbon.", "created_at": (T0 + timedelta(days=1)).isoformat()},
+        {"id": "e2", "content": "Maria Santos rents a small flat near the old harbour market in Porto.", "created_at": (T0 + timedelta(days=2)).isoformat()},
+        {"id": "e3", "content": "Maria Santos rents a small flat near the old harbour market in Lisbon.", "created_at": (T0 + timedelta(days=3)).isoformat()},
+    ])
+    hits = search_memory("Where does Maria live?", "episodes", 3, "u1", settings=settings, con=con)
+    assert [h.id for h in hits] == ["e3"]
+    assert set(hits[0].absorbed) == {"e1", "e2"}
