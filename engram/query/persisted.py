@@ -223,7 +223,9 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         index = build_index(con, table, user_id, model, dim, signature)
         columns = db.query_arrow(con, f"queries/index_columns_{table}", user_id=user_id)
     newest_update = pc.max(columns["changed_at"]).as_py() if columns.num_rows else None
-    # rows updated at or after this are read again by readers (an update racing the snapshot included)
+    # readers read again the rows updated after this: the newest update in the snapshot (one statement
+    # gives every row it updates the same time, so `after`, not `from`, keeps a night's last stage out of
+    # every reader's delta), or the time just before the snapshot when no row was ever updated
     covered = min(newest_update, read_at) if newest_update else read_at
     columns = _aligned_columns(columns, index.rowids, table)
     arrays: dict[str, np.ndarray] = {

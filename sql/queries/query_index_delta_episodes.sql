@@ -1,6 +1,6 @@
 -- Returns the tenant's episodes an on-disk index generation does not hold as they are now: stored after
--- it (rowid above its $max_rowid; an update that moves a row gives it a new rowid) or changed since the
--- newest change it covers ($covered: every update sets changed_at), with the columns of
+-- it (rowid above its $max_rowid; an update that moves a row gives it a new rowid) or updated after the
+-- newest update it covers ($covered: every update sets changed_at), with the columns of
 -- query_index_episodes (same order) and those of query_episode_candidates. Each test is its own
 -- branch, so DuckDB pushes it into the scan and reads the vectors of the matching rows only.
 -- Params: $user_id, $model, $dim, $max_rowid (-1 = all rows), $covered (null = none).
@@ -30,5 +30,5 @@ where row_id > $max_rowid::bigint
 union all
 select * exclude (changed_at) from episodes_now
 where row_id <= $max_rowid::bigint
-    and changed_at >= $covered::timestamp
+    and changed_at > $covered::timestamp
 order by session_id nulls last, created_at, id

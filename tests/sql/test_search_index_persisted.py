@@ -351,3 +351,19 @@ def test_an_episode_marked_for_removal_after_the_publish_is_not_returned(setting
     assert again and not set(marked) & set(_ids(again))
     index = table_index(con, settings, "episodes", "u1", HashEmbedder(settings.embed_dim).model, settings.embed_dim)
     assert isinstance(index, PersistedTableIndex) and set(index.delta.ids) == set(marked)
+
+
+def test_rows_the_night_updated_before_the_publish_are_not_read_again_by_readers(settings, con):
+    # one statement gives every row it updates the same changed_at: the generation covers them, and a
+    # reader's delta stays empty (with `from` instead of `after` a night's last stage sat in every delta)
+    seed_facts(settings, con, _facts(30))
+    fact_ops.apply_changes(con, "u1", "r-night", [
+        fact_ops.FactChange(f"u1_f{i}", "decayed", "test", confidence=0.5) for i in range(10)], datetime(2001, 1, 1))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    assert PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).delta.n == 0
+    fact_ops.apply_changes(con, "u1", "r-day", [fact_ops.FactChange("u1_f3", "deprecated", "test",
+                                                                    status="deprecated")], datetime(2001, 1, 2))
+    index = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    assert index.delta.ids == ["u1_f3"]
+    assert "u1_f3" not in _ids(search_memory("garden tea", "facts", 30, "u1", settings=settings, con=con))
