@@ -157,6 +157,7 @@ def migrate(con: Connection) -> list[str]:
 
 
 _migrated: set[str] = set()  # store paths this process has migrated
+_current_schema: set[str] = set()  # stores (path:inode) a reader of this process found fully migrated
 _opened: set[str] = set()  # store paths this process has opened: gone later means removed under us
 _held: dict[str, int] = {}  # store paths held open by held_open (nesting depth)
 _held_as: dict[tuple[str, str], str] = {}  # (cwd, db_path as given) -> resolved path, while held
@@ -279,14 +280,35 @@ class StoreHold:
 
 @contextmanager
 def open_reader(settings: Any) -> Iterator[Connection]:
-    """A read-only connection when the store exists (many reader processes can share it), else open_store.
+    """A read-only connection when the store exists (many reader processes can share it), else open_store;
+    open_store too, once, for a store an older engram wrote (its schema is migrated first).
 
     Inside held_open the process already holds the store read-write, and DuckDB refuses a read-only
     connection beside it: the reader then shares the held database.
     """
-    if Path(settings.db_path).exists() and str(Path(settings.db_path).resolve()) not in _held:
+    path = Path(settings.db_path).resolve()
+    if path.exists() and str(path) not in _held:
         with connect(settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
-            yield con
-    else:
-        with open_store(settings) as con:
-            yield con
+            current = schema_is_current(con, f"{path}:{path.stat().st_ino}")  # as open_store keys migrations
+            if current:
+                yield con
+        if current:
+            return
+        # a store last written by an older engram: migrate it once (the queries name its new columns)
+    with open_store(settings) as con:
+        yield con
+
+
+def schema_is_current(con: Connection, key: str) -> bool:
+    """Whether every sql/schema file has been applied to the store (`key`: its path and inode; the store
+    is asked once per key and process)."""
+    if key in _migrated or key in _current_schema:
+        return True
+    try:
+        applied = {v for (v,) in rows(con, "queries/applied_migrations")}
+    except duckdb.CatalogException:  # no schema_migrations table: a store older than migrations
+        return False
+    current = all(p.stem in applied for p in (SQL_DIR / "schema").glob("*.sql"))
+    if current:
+        _current_schema.add(key)
+    return current

@@ -65,3 +65,22 @@ def test_a_tenant_run_holds_the_store_and_gives_the_same_facts(settings, monkeyp
     run_tenant(short, "u1", "run-short", datetime(2026, 2, 1))
     with db.open_reader(short) as con:
         assert sorted(con.execute("select text, status from facts where user_id = 'u1'").fetchall()) == held
+
+
+def test_a_reader_migrates_a_store_an_older_engram_wrote_before_reading_it(settings) -> None:
+    # a store from before schema 007: search names facts.changed_at, so a plain read-only open would fail
+    from engram.query import search_memory
+    from tests.query_seed import seed_facts
+
+    with db.open_store(settings) as con:
+        seed_facts(settings, con, [{"id": "f1", "text": "The ferry to the island leaves at noon"}])
+        con.execute("alter table facts drop column changed_at")
+        con.execute("alter table episodes drop column changed_at")
+        con.execute("delete from schema_migrations where version = '007_change_marks'")
+    db._migrated.clear()  # another process: this one has not migrated the store
+    db._current_schema.clear()
+    hits = search_memory("ferry island", "facts", 3, "u1", settings=settings)
+    assert [h.id for h in hits] == ["f1"]
+    with db.open_reader(settings) as con:
+        assert con.execute("select count(changed_at) from facts").fetchall() == [(0,)]
+        assert ("007_change_marks",) in db.rows(con, "queries/applied_migrations")
