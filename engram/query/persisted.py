@@ -720,7 +720,8 @@ def _mask_deleted(con: db.Connection, index: PersistedTableIndex, table: str, us
     rows than the generation and the delta hold); IndexUnusable when the counts still disagree."""
     check_against_store(con, index.gen, table, user_id)  # rowids still name the same rows (no compaction)
     live = np.asarray([r for (r,) in db.rows(con, f"queries/index_live_rowids_{table}", user_id=user_id,
-                                                max_rowid=index.gen.manifest["max_rowid"] or -1)], dtype=np.int64)
+                                                max_rowid=-1 if index.gen.manifest["max_rowid"] is None
+                                                else index.gen.manifest["max_rowid"])], dtype=np.int64)
     base_rowids = np.asarray(index.gen.arrays["rowids"])
     gone = np.flatnonzero(~np.isin(base_rowids, live))
     if len(gone):

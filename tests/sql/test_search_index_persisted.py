@@ -3,6 +3,7 @@ path, the delta, rows that must never come back, and fallback on a missing, stal
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from datetime import datetime
@@ -367,3 +368,21 @@ def test_rows_the_night_updated_before_the_publish_are_not_read_again_by_readers
     index = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
     assert index.delta.ids == ["u1_f3"]
     assert "u1_f3" not in _ids(search_memory("garden tea", "facts", 30, "u1", settings=settings, con=con))
+
+
+def test_a_row_stored_after_the_publish_is_found_by_time_when_its_rowid_is_below_the_watermark(settings, con):
+    # a checkpoint that compacts deleted rows renumbers the rows after them, so a new row can get a
+    # rowid the generation's watermark covers: its change mark still puts it in the delta
+    seed_facts(settings, con, _facts(30))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    manifest_path = path / (path / "CURRENT").read_text() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps(manifest | {"max_rowid": 10**9}))  # every rowid looks covered
+    PERSISTED.clear()
+    seed_facts(settings, con, [{"id": "late", "text": "Zanzibar violin lessons start Tuesday"}])
+    hits = search_memory("Zanzibar violin lessons", "facts", 3, "u1", settings=settings, con=con, method="vector")
+    assert _ids(hits)[0] == "late"
+    index = table_index(con, settings, "facts", "u1", emb.model, emb.dim)  # found through the index, not the fallback
+    assert isinstance(index, PersistedTableIndex) and index.delta.ids == ["late"]
