@@ -641,12 +641,7 @@ class PersistedCache:
             held = self._gens.get(key)
         if held is None or held[0] != name:
             gen = Generation(path / name, user_id, table, model, dim)
-            try:
-                check_against_store(con, gen, table, user_id)
-            except IndexUnusable:
-                with self._lock:
-                    self._broken[key] = name  # exact path until a publish writes a new generation
-                raise
+            self._or_broken(key, name, check_against_store, con, gen, table, user_id)
             with self._lock:
                 self._gens[key] = (name, gen)
                 self._indexes.pop(key, None)
@@ -662,15 +657,20 @@ class PersistedCache:
         delta, columns = _delta(con, gen, table, user_id, model, dim, signature)
         index = PersistedTableIndex(gen, delta, columns, signature, key)
         if index.live_rows() != signature[0]:
-            try:
-                _mask_deleted(con, index, table, user_id)
-            except IndexUnusable:
-                with self._lock:
-                    self._broken[key] = name  # exact path until a publish writes a new generation
-                raise
+            self._or_broken(key, name, _mask_deleted, con, index, table, user_id)
         with self._lock:
             self._indexes[key] = index
         return index
+
+    def _or_broken(self, key: tuple, name: str, check: Any, *args: Any) -> None:
+        """Run a check of generation `name`; when it finds the generation unusable, search exactly until a
+        publish writes a new one."""
+        try:
+            check(*args)
+        except IndexUnusable:
+            with self._lock:
+                self._broken[key] = name
+            raise
 
     def broken(self, key: tuple) -> None:
         """A query found the mapped generation stale (a rowid holds another row): exact path until the next publish."""
