@@ -77,12 +77,9 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
     for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
         row = dict(zip(names, values, strict=True))
         found[row["row_id"]] = row
-    # an on-disk index may name rows deleted since it was published: they are gone, not a sign of staleness
-    if (len(found) != len(expected) and not index.missing_ok) or any(
-            found[r]["id"] != i for r, i in expected.items() if r in found):
+    if len(found) != len(expected) or any(found[r]["id"] != i for r, i in expected.items() if r in found):
         stale = StaleIndex(f"{table} index of the tenant is stale")
         stale.key = index.key
-        stale.persisted = index.missing_ok
         raise stale
     at = {int(index.rowids[r]): r for r in rows}
     for rowid, row in found.items():
@@ -128,15 +125,12 @@ def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
 
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call fn; on StaleIndex drop the stale index and call it once more (it rebuilds)."""
-    from engram.query.persisted import PERSISTED
+    """Call fn; on StaleIndex drop the stale in-memory index and call it once more (it rebuilds). An
+    on-disk index never raises it: it reads no rows by rowid (engram.query.persisted)."""
     from engram.query.vector_index import CACHE
 
     try:
         return fn(*args, **kwargs)
     except StaleIndex as exc:
-        if getattr(exc, "persisted", False):
-            PERSISTED.broken(exc.key)  # the exact in-memory index serves until the next publish
-        else:
-            CACHE.invalidate(exc.key)
+        CACHE.invalidate(exc.key)
         return fn(*args, **kwargs)

@@ -457,8 +457,6 @@ class PersistedTableIndex(TableIndex):
     come from the generation or, for the delta, from the store (`delta_columns`).
     """
 
-    missing_ok = True
-
     def __init__(self, gen: Generation, delta: TableIndex, delta_columns: pa.Table, signature: tuple,
                  key: tuple) -> None:
         a = gen.arrays
@@ -671,15 +669,6 @@ class PersistedCache:
             with self._lock:
                 self._broken[key] = name
             raise
-
-    def broken(self, key: tuple) -> None:
-        """A query found the mapped generation stale (a rowid holds another row): exact path until the next publish."""
-        with self._lock:
-            held = self._gens.pop(key, None)
-            self._indexes.pop(key, None)
-            if held is not None:
-                self._broken[key] = held[0]
-        log.warning("search index of %s is stale; searching exactly until the next publish rebuilds it", key[2])
 
     def first_warning(self, key: tuple) -> bool:
         """True the first time a fallback reason is seen in this process (one warning, not one per query)."""

@@ -406,16 +406,15 @@ def _rank(
         if near is not None:
             if _is_update(kept[hits[near].id], row):
                 # the later statement of the same thing with another value is the current one: it takes the slot
-                hit = _hit_of(index.table, row, j, sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
-                hit.score = hits[near].score
+                hit = _hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
+                              conf)
                 hit.absorbed = [*hits[near].absorbed, hits[near].id]
                 hits[near] = hit
                 kept_hashes[hit.content_hash] = near
             else:
                 hits[near].absorbed.append(row["id"])
             continue
-        hit = _hit_of(index.table, row, j, sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
-        hit.score = round(float(score[j]), 6)
+        hit = _hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
         kept_hashes[hit.content_hash] = len(hits)
         if has_vec[j]:
             owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
@@ -423,15 +422,15 @@ def _rank(
     return hits
 
 
-def _hit_of(table: str, row: dict[str, Any], j: int, sims: np.ndarray, has_vec: np.ndarray,
+def _hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarray, has_vec: np.ndarray,
             qvec: np.ndarray | None, lex_scores: np.ndarray, lex_top: float, rec: np.ndarray,
             conf: np.ndarray) -> Hit:
-    """The Hit of candidate j, with the parts its relevance is made of."""
+    """The Hit of candidate j at `score` (its own, or the score of the slot it takes), with its parts."""
     row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
     sim = float(sims[j]) if has_vec[j] and qvec is not None else None
     parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
              "recency": float(rec[j]), "confidence": float(conf[j])}
-    hit = _hit(table, row, 0.0, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
+    hit = _hit(table, row, score, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
     hit.parts = {k: round(v, 4) for k, v in parts.items()}
     return hit
 

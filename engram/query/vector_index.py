@@ -51,7 +51,6 @@ class TableIndex:
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    missing_ok = False          # a rowid gone from the store means the index is stale (see candidates.fetch)
 
     def text(self, r: int) -> str:
         """The searchable text of row r (an episode's is "role: content")."""
