@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from engram.consolidate.fact_keys import known_statements
 from engram.consolidate.llm_extract import (
     OUTPUT_TOKENS_PER_CLUSTER,
     ClusterInput,
@@ -55,7 +56,6 @@ from engram.consolidate.stages import (
     StageContext,
     fact_rows,
     statement_drafts,
-    statement_key,
     vectors_of,
 )
 from engram.embed.models import Embedder
@@ -381,7 +381,6 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
     with db.open_store(settings) as con:
         with db.registered(con, "wanted_episodes", _ids_table(ids)):
             eps = db.query(con, "queries/batch_episodes", user_id=user_id, model=embedder.model, dim=embedder.dim)
-        known = {statement_key(text) for _, text, _ in db.rows(con, "queries/active_fact_texts", user_id=user_id)}
     if eps.height == 0:
         return [], []
     vecs = vectors_of(eps["embedding"], embedder.dim)
@@ -394,7 +393,9 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
                 drafts.append((f.text, np.array(rows), f"llm extraction ({model}, batch)", f.claim_type,
                                f.category, None))
     rows = [position[e] for c in fallback for e in c.subject_ids if e in position]
-    for text, idx, why, moment in statement_drafts(eps, sorted(set(rows)), known):
+    with db.open_store(settings) as con:
+        statements = statement_drafts(eps, sorted(set(rows)), lambda keys: known_statements(con, user_id, keys))
+    for text, idx, why, moment in statements:
         drafts.append((text, idx, f"extractive: {why}", None, None, moment))
     ctx = StageContext(settings, user_id, run_id, now)
     return fact_rows(ctx, eps, vecs, drafts, embedder)

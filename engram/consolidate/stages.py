@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,8 +19,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate import pair_rules
+from engram.consolidate import fact_keys, pair_rules
 from engram.consolidate.cluster import cluster_embeddings
+from engram.consolidate.fact_keys import statement_key
 from engram.consolidate.merge_plan import (
     FactInfo,
     components,
@@ -38,7 +39,7 @@ from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
 from engram.text.atomic import answered_question, atomic_statements
 from engram.text.normalize import content_hash, stable_id
-from engram.text.sentences import best_sentence, claim_type, valence_conflict, words
+from engram.text.sentences import best_sentence, claim_type, valence_conflict
 
 log = logging.getLogger(__name__)
 
@@ -107,19 +108,14 @@ def run_stage(ctx: StageContext, stage: str, body: Callable[[], tuple[dict[str, 
 # ---------------------------------------------------------------- extract
 
 
-def statement_key(text: str) -> str:
-    """Two statements with the same words (case and punctuation aside) state the same thing."""
-    return " ".join(words(text))
-
-
 def statement_drafts(
-    eps: pl.DataFrame, rows: list[int], known: set[str]
+    eps: pl.DataFrame, rows: list[int], known: Callable[[Iterable[str]], set[str]]
 ) -> list[tuple[str, np.ndarray, str, datetime | None]]:
     """(text, member rows, reason, moment) per distinct statement of the given episodes.
 
     The same statement said in several episodes is one fact resting on all of them; a statement an
-    active fact already makes (`known` keys) creates nothing: the confidence stage counts the
-    episode as that fact's support. An episode that states nothing on its own but answers the
+    active fact already makes (`known` returns those of the statement keys it is given) creates
+    nothing: the confidence stage counts the episode as that fact's support. An episode that states nothing on its own but answers the
     question of the turn before it (`previous_id`, when that turn is among `eps`) makes one statement
     of the two, resting on both.
     """
@@ -135,15 +131,14 @@ def statement_drafts(
             found = [(st, [p, i])] if st is not None else []
         for st, members in found:
             key = statement_key(st.text)
-            if key in known:
-                continue
             # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
             moment = st.about if st.about is not None and st.about <= times[i] else None
             text, all_members, first = grouped.get(key, (st.text, [], moment))
             all_members.extend(members)
             grouped[key] = (text, all_members, first)
+    stated = known(grouped)
     return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
-            for text, members, moment in grouped.values()]
+            for key, (text, members, moment) in grouped.items() if key not in stated]
 
 
 def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
@@ -242,8 +237,7 @@ def _facts_of_episodes(
             covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
     with db.open_store(s) as con:
-        known = {statement_key(text) for _, text, _ in db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)}
-    statements = statement_drafts(eps, offline_rows, known)
+        statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(con, ctx.user_id, keys))
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
     return fact_rows(ctx, eps, vecs, drafts, embedder)
@@ -400,8 +394,8 @@ def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]
     """A new fact with the frame of an older one and another value supersedes it (engram.consolidate.updates)."""
     if not created:
         return []
-    with db.open_store(ctx.settings) as con:
-        rows = db.rows(con, "queries/active_fact_texts", user_id=ctx.user_id)
+    with db.open_store(ctx.settings) as con:  # only the frames the new facts take part in
+        rows = fact_keys.facts_sharing_frames(con, ctx.user_id, created)
     ids, texts, valid_from = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [])
     return [
         fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value in the same frame",

@@ -31,6 +31,17 @@ class Update:
     valid_to: datetime
 
 
+def update_frame(text: str) -> tuple[str, frozenset[str]] | None:
+    """(frame, values) of a statement that can be updated: a state with a value, or an answered question."""
+    frame, value = frame_of(text)
+    if frame is None or not value:
+        return None
+    answered = "?" in text.rstrip("?")
+    if answered or (tense(text) != "past" and claim_type(text) != "preference"):
+        return frame, value
+    return None
+
+
 def frame_updates(
     ids: list[str], texts: list[str], valid_from: list[datetime], changed: set[str]
 ) -> list[Update]:
@@ -43,11 +54,10 @@ def frame_updates(
     by_frame: dict[str, list[int]] = defaultdict(list)
     values: dict[int, frozenset[str]] = {}
     for i, text in enumerate(texts):
-        frame, value = frame_of(text)
-        answered = "?" in text.rstrip("?")
-        if frame is not None and value and (answered or (tense(text) != "past" and claim_type(text) != "preference")):
-            by_frame[frame].append(i)
-            values[i] = value
+        framed = update_frame(text)
+        if framed is not None:
+            by_frame[framed[0]].append(i)
+            values[i] = framed[1]
     out: list[Update] = []
     for members in by_frame.values():
         if len(members) < 2 or not any(ids[i] in changed for i in members):

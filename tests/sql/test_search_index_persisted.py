@@ -293,9 +293,10 @@ def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on(
     updates = {path.name: path.read_text() for path in (SQL_DIR / "queries").glob("*.sql")
                if re.search(r"\bupdate\s+(facts|episodes)\b", path.read_text(), re.IGNORECASE)}
     assert "update_facts_from_changes.sql" in updates and "store_episode_embeddings.sql" in updates
-    # the one exception: the extract stage's consumption mark is no search column and is set for every
-    # new episode each night, which would send them all to every reader's delta
-    exempt = {"mark_episodes_consolidated.sql"}
+    # the exceptions are no search columns: the extract stage's consumption mark, set for every new
+    # episode each night, and the facts' derived keys, set once per fact; marking them would send every
+    # such row to every reader's delta
+    exempt = {"mark_episodes_consolidated.sql", "store_fact_keys.sql"}
     unmarked = [name for name, text in updates.items()
                 if not re.search(r"\bchanged_at\s*=", text) and name not in exempt]  # not status_changed_at
     assert not unmarked

@@ -1,0 +1,65 @@
+"""Keys derived from a fact's text and kept on its row, so a night reads only the facts it needs.
+
+`statement_key`: the statement's words; two facts with one key state the same thing (extract skips a
+statement an active fact already makes). `frame_key`: the frame of a statement that can be updated
+(engram.consolidate.updates), '' when it has none; a new fact supersedes only facts of its frame.
+Both are pure functions of the text, which never changes, so each fact is keyed once. KEYS_VERSION
+names the rule: after a change to it, the next night re-keys every active fact (one full pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from engram.consolidate.updates import update_frame
+from engram.store import db
+from engram.text.sentences import words
+
+KEYS_VERSION = 1
+
+
+def statement_key(text: str) -> str:
+    """Two statements with the same words (case and punctuation aside) state the same thing."""
+    return " ".join(words(text))
+
+
+def frame_key(text: str) -> str:
+    """The frame a newer value of this statement would share with it; '' when it cannot be updated."""
+    framed = update_frame(text)
+    return framed[0] if framed is not None else ""
+
+
+def refresh(con: db.Connection, user_id: str) -> int:
+    """Key the tenant's active facts that are not keyed by the current rule; the number keyed."""
+    rows = db.rows(con, "queries/facts_without_keys", user_id=user_id, version=KEYS_VERSION)
+    if not rows:
+        return 0
+    ids, texts = (list(col) for col in zip(*rows, strict=True))
+    keys = pa.table({"id": pa.array(ids, pa.string()),
+                     "statement_key": pa.array([statement_key(t) for t in texts], pa.string()),
+                     "frame_key": pa.array([frame_key(t) for t in texts], pa.string())})
+    with db.transaction(con), db.registered(con, "incoming_fact_keys", keys):
+        db.execute(con, "queries/store_fact_keys", user_id=user_id, version=KEYS_VERSION)
+    return len(ids)
+
+
+def known_statements(con: db.Connection, user_id: str, keys: Iterable[str]) -> set[str]:
+    """The keys among `keys` that an active fact of the tenant already states (facts keyed first)."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return set()
+    refresh(con, user_id)
+    with db.registered(con, "wanted_keys", pa.table({"key": pa.array(wanted, pa.string())})):
+        return {k for (k,) in db.rows(con, "queries/known_statement_keys", user_id=user_id)}
+
+
+def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[str]) -> list[tuple]:
+    """(id, text, valid_from) of the active facts in the frame of any of `fact_ids` (facts keyed first)."""
+    wanted = sorted(set(fact_ids))
+    if not wanted:
+        return []
+    refresh(con, user_id)
+    with db.registered(con, "framed_facts", pa.table({"id": pa.array(wanted, pa.string())})):
+        return db.rows(con, "queries/facts_sharing_frames", user_id=user_id)
