@@ -8,21 +8,38 @@ import numpy as np
 
 
 def similar_pairs(
-    query: np.ndarray, corpus: np.ndarray, threshold: float, query_chunk: int = 1024, corpus_chunk: int = 32768
+    query: np.ndarray, corpus: np.ndarray, threshold: float, top_k: int | None = None,
+    query_chunk: int = 1024, corpus_chunk: int = 32768,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All (i, j, cos) with query[i] . corpus[j] > threshold, in blocks of at most 32M scores (128 MB)."""
+    """(i, j, cos) with query[i] . corpus[j] > threshold, in blocks of at most 32M scores (128 MB);
+    with top_k, only each query row's top_k of them (nearest first, ties by lower j)."""
     rows, cols, sims = [], [], []
     for start in range(0, len(corpus), corpus_chunk):
         block = corpus[start : start + corpus_chunk]
         for qs in range(0, len(query), query_chunk):
             scores = query[qs : qs + query_chunk] @ block.T
             i, j = np.nonzero(scores > threshold)
+            s = scores[i, j]
+            if top_k is not None:
+                i, j, s = top_per_row(i, j, s, top_k)
             rows.append(i + qs)
             cols.append(j + start)
-            sims.append(scores[i, j])
+            sims.append(s)
     if not rows:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
+    i, j, s = np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
+    return top_per_row(i, j, s, top_k) if top_k is not None else (i, j, s)
+
+
+def top_per_row(
+    rows: np.ndarray, cols: np.ndarray, sims: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k highest-scoring (row, col, sim) triples of each row (ties by lower col), ordered by row."""
+    order = np.lexsort((cols, -sims.astype(np.float64), rows))
+    rows, cols, sims = rows[order], cols[order], sims[order]
+    rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left")
+    keep = rank < k
+    return rows[keep], cols[keep], sims[keep]
 
 
 def components(edges: list[tuple[str, str]]) -> list[list[str]]:

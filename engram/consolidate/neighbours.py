@@ -1,11 +1,14 @@
 """Similar-pair search of the nightly stages over a tenant's active facts.
 
+Each query vector (a new episode or fact) is paired with its PAIR_K nearest active facts above the
+threshold, on both paths: a new statement is compared with the facts closest to it, not with every
+fact of a dense neighbourhood (a store of near-copies would otherwise yield millions of pairs a night).
 With a published facts index (engram.query.persisted) the store's vectors are never read into memory:
-the graph proposes candidates for each query vector, the ones near the threshold are rescored exactly
-(float32, memory-mapped), the facts stored since the publish (the delta) are compared exactly, and a
-query whose graph neighbours are all still near the threshold is searched exactly over every vector,
-so a pair above the threshold is missed only when the graph misses a close neighbour while ranking
-farther ones first. Without a usable index it is one exact matmul, as before.
+the graph, searched at PAIR_EXPANSION, proposes GRAPH_K candidates per query vector, each rescored
+exactly (float32, memory-mapped; the i8 graph's inner-product distances are not cosines on a fixed
+scale, so they cannot cut candidates), and the facts stored since the publish (the delta) are compared
+exactly. A pair is missed only when the graph misses one of a query's
+nearest facts (bench/CONSOLIDATE.md measures how often). Without a usable index it is one exact matmul.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engram.consolidate.merge_plan import similar_pairs
+from engram.consolidate.merge_plan import similar_pairs, top_per_row
 from engram.query.persisted import PERSISTED, IndexUnusable, PersistedTableIndex
 from engram.store import db
 
 log = logging.getLogger(__name__)
 
-GRAPH_K = 48       # graph neighbours asked per query vector
-MARGIN = 0.04      # graph (quantised) cosines this far below the threshold are rescored exactly
-CHUNK = 4096       # query vectors per graph batch (bounds the candidate gather)
+PAIR_K = 48           # nearest facts above the threshold kept per query vector (both paths)
+GRAPH_K = 64          # graph candidates per query vector, rescored exactly before the top PAIR_K are kept
+PAIR_EXPANSION = 128  # graph search breadth (bench/CONSOLIDATE.md)
+CHUNK = 4096          # query vectors per graph batch (bounds the candidate gather)
 
 
 @dataclass
@@ -75,45 +79,41 @@ class FactSpace:
         return self.index.vectors(self.vrow[rows])
 
     def pairs(self, query: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All (query row, frame row, cos) with cos > threshold, like merge_plan.similar_pairs."""
+        """(query row, frame row, cos) of each query vector's PAIR_K nearest frame facts with cos > threshold."""
         if self.exact is not None:
-            return similar_pairs(query, self.exact, threshold)
+            return similar_pairs(query, self.exact, threshold, top_k=PAIR_K)
         assert self.index is not None and self.frame_of_vrow is not None
-        index, f_of = self.index, self.frame_of_vrow
+        index = self.index
         out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        nd = int(index.delta.matrix.shape[0])
-        if nd and len(query):
+        if index.delta.matrix.shape[0] and len(query):
             qi, dj, sim = similar_pairs(query, index.delta.matrix, threshold)
             out.append((qi, index.nbv + dj, sim))
         if index.nbv and len(query):
-            out.extend(self._base_pairs(query, threshold))
+            out.append(self._base_pairs(query, threshold))
         if not out:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
         qi = np.concatenate([o[0] for o in out])
-        fr = f_of[np.concatenate([o[1] for o in out])]
+        fr = self.frame_of_vrow[np.concatenate([o[1] for o in out])]
         sim = np.concatenate([o[2] for o in out]).astype(np.float32)
         keep = fr >= 0  # dead copies, and facts no longer active, are not in the frame
-        return qi[keep], fr[keep], sim[keep]
+        return top_per_row(qi[keep], fr[keep], sim[keep], PAIR_K)
 
-    def _base_pairs(self, query: np.ndarray, threshold: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        index = self.index
-        assert index is not None
-        base = index.gen.arrays["vectors"]
-        if index.gen.ann is None:
-            return [similar_pairs(query, base, threshold)]
+    def _base_pairs(self, query: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query row, index vector row, cos) above the threshold among the generation's vectors."""
+        assert self.index is not None
+        gen = self.index.gen
+        base = gen.arrays["vectors"]
+        graph = gen.graph(PAIR_EXPANSION)
+        if graph is None:  # a small generation: exact
+            return similar_pairs(query, base, threshold)
+        k = min(GRAPH_K, self.index.nbv)
         out = []
-        k = min(GRAPH_K, index.nbv)
-        saturated: list[np.ndarray] = []
         for start in range(0, len(query), CHUNK):
             q = np.ascontiguousarray(query[start:start + CHUNK], dtype=np.float32)
-            found = index.gen.ann.search(q, k, threads=os.cpu_count() or 1)
+            found = graph.search(q, k, threads=os.cpu_count() or 1)
             keys = np.asarray(found.keys).reshape(len(q), -1).astype(np.int64)
-            approx = 1.0 - np.asarray(found.distances).reshape(len(q), -1)
             counts = np.asarray(found.counts).reshape(len(q))
-            valid = np.arange(keys.shape[1])[None, :] < counts[:, None]
-            full = (counts >= k) & (approx[:, -1] >= threshold - MARGIN)
-            saturated.append(start + np.flatnonzero(full))
-            qi, kj = np.nonzero(valid & (approx >= threshold - MARGIN) & ~full[:, None])
+            qi, kj = np.nonzero(np.arange(keys.shape[1])[None, :] < counts[:, None])
             if len(qi):
                 vr = keys[qi, kj]
                 order = np.argsort(vr, kind="stable")  # sorted reads of the memory map
@@ -122,12 +122,9 @@ class FactSpace:
                 sims = np.einsum("ij,ij->i", vecs, q[qi])
                 hit = sims > threshold
                 out.append((start + qi[hit], vr[hit], sims[hit]))
-        rest = np.concatenate(saturated) if saturated else np.zeros(0, np.int64)
-        if len(rest):
-            log.info("pair search: %d query vector(s) searched exactly (dense neighbourhood)", len(rest))
-            qi, vr, sims = similar_pairs(query[rest], base, threshold)
-            out.append((rest[qi], vr, sims))
-        return out
+        if not out:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
 
 
 def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim: int) -> tuple[pa.Table, FactSpace]:

@@ -141,23 +141,25 @@ def statement_drafts(
             for key, (text, members, moment) in grouped.items() if key not in stated]
 
 
-def _fact_row(ctx: StageContext, fact_id: str, text: str, members: pl.DataFrame, vector: np.ndarray,
-              embedder: Embedder, reason: str, kind: str | None = None, moment: datetime | None = None
-              ) -> dict[str, Any]:
+def _fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], cols: dict[str, list[Any]],
+              vector: np.ndarray, embedder: Embedder, reason: str, kind: str | None = None,
+              moment: datetime | None = None) -> dict[str, Any]:
+    """A new fact's row from its member episodes (`members`: rows of the episode columns `cols`)."""
     s = ctx.settings
-    visibility = min(members["visibility"].to_list(), key=lambda v: VISIBILITY_RANK.get(v, 0))
-    tags = sorted({t for ts in members["tags"].to_list() for t in (ts or [])})
-    said = members["created_at"].min()
+    visibility = min((cols["visibility"][i] for i in members), key=lambda v: VISIBILITY_RANK.get(v, 0))
+    tags = sorted({t for i in members for t in (cols["tags"][i] or [])})
+    said = min(cols["created_at"][i] for i in members)
     return {
         "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
         "category": "general",
-        "confidence": initial_confidence(members.height, s.initial_confidence, s.support_gain),
-        "confidence_at": ctx.as_of, "evidence_count": members.height, "status": "active",
+        "confidence": initial_confidence(len(members), s.initial_confidence, s.support_gain),
+        "confidence_at": ctx.as_of, "evidence_count": len(members), "status": "active",
         "asserted_at": said, "valid_from": moment or said,
         "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
         "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
         "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
-        "visibility": visibility, "is_private": bool(members["is_private"].any()) or visibility == "private",
+        "visibility": visibility,
+        "is_private": any(bool(cols["is_private"][i]) for i in members) or visibility == "private",
         "run_id": ctx.run_id, "reason": reason,
     }
 
@@ -257,11 +259,12 @@ def fact_rows(
     embedded = iter(embedder.embed([d[0] for d, keep in zip(drafts, same, strict=True) if not keep]))
     fact_vecs = [vecs[int(d[1][0])] if keep else next(embedded) for d, keep in zip(drafts, same, strict=True)]
     facts, sources = [], []
+    cols = {c: eps[c].to_list() for c in ("id", "visibility", "tags", "created_at", "is_private")}
     for (text, idx, reason, kind, category, moment), vec in zip(drafts, fact_vecs, strict=True):
-        members = eps[idx.tolist()]
-        member_ids = members["id"].to_list()
+        members = [int(i) for i in idx]
+        member_ids = [cols["id"][i] for i in members]
         fact_id = stable_id("fact", ctx.user_id, content_hash(text), *sorted(member_ids))
-        row = _fact_row(ctx, fact_id, text, members, vec, embedder, reason, kind, moment)
+        row = _fact_row(ctx, fact_id, text, members, cols, vec, embedder, reason, kind, moment)
         if category:
             row["category"] = category
         facts.append(row)

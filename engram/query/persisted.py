@@ -387,6 +387,19 @@ class Generation:
             self.ann.expansion_search = ANN_EXPANSION_SEARCH  # not kept in the file
         self.postings = Postings(self.arrays)
 
+    def graph(self, expansion: int) -> Any:
+        """A view of the ANN graph of its own searched at `expansion` (the shared one keeps the query
+        search's), or None when the generation has no graph."""
+        if self.ann is None:
+            return None
+        from usearch.index import Index
+
+        view = Index.restore(str(self.path / "ann.usearch"), view=True)
+        if view is None or len(view) != len(self.ann):
+            raise IndexUnusable(f"{self.manifest['table']} index: torn (ANN graph changed under a reader)")
+        view.expansion_search = expansion
+        return view
+
     def positions_of(self, ids: Sequence[str]) -> np.ndarray:
         """Base positions of the given ids (-1 where absent)."""
         if not len(ids) or self.n == 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from datetime import datetime
 
 import numpy as np
@@ -262,7 +263,10 @@ def _pair_set(space, query, threshold, ids):
 def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, con, ann, monkeypatch):
     from engram.consolidate import neighbours
 
-    monkeypatch.setattr(neighbours, "GRAPH_K", 4)  # small: dense neighbourhoods take the exact path too
+    # each query keeps its 5 nearest facts above the threshold, on both paths; the graph's 40 candidates
+    # hold them (80 vectors), so the index path must give exactly the exact path's pairs
+    monkeypatch.setattr(neighbours, "PAIR_K", 5)
+    monkeypatch.setattr(neighbours, "GRAPH_K", 40)
     seed_facts(settings, con, _facts(80))
     _publish(settings, con)
     seed_facts(settings, con, _facts(10, start=500))  # the delta
@@ -282,6 +286,8 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
     query = np.vstack([query, exact.exact[::9]])
     for threshold in (0.2, 0.5, 0.9):
         assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
+    capped = _pair_set(exact, query, 0.2, ids)
+    assert max(Counter(q for q, _ in capped).values()) == 5  # the cap binds at the low threshold
 
 
 def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on():

@@ -85,6 +85,20 @@ def test_similar_pairs_in_blocks_equals_brute_force() -> None:
     assert np.allclose(s, (q @ c.T)[i, j])
 
 
+def test_similar_pairs_top_k_keeps_each_rows_nearest_above_the_threshold() -> None:
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((23, 8)).astype(np.float32)
+    c = rng.standard_normal((90, 8)).astype(np.float32)
+    i, j, s = similar_pairs(q, c, 0.5, top_k=3, query_chunk=4, corpus_chunk=11)
+    scores = q @ c.T
+    want = set()
+    for a in range(len(q)):
+        above = [b for b in np.argsort(-scores[a], kind="stable") if scores[a, b] > 0.5]
+        want |= {(a, int(b)) for b in above[:3]}
+    assert set(zip(i.tolist(), j.tolist(), strict=True)) == want
+    assert np.bincount(i, minlength=len(q)).max() <= 3 and len(want) > len(q)
+
+
 def test_components_and_merge_plan() -> None:
     edges = [("a", "b"), ("b", "c"), ("x", "y")]
     agree = {frozenset(e) for e in edges}
