@@ -27,8 +27,8 @@ from engram.store import db
 
 log = logging.getLogger(__name__)
 
-PAIR_K = 48           # nearest facts above the threshold kept per query vector (both paths)
-GRAPH_K = 64          # graph candidates per query vector, rescored exactly before the top PAIR_K are kept
+PAIR_K = 16           # nearest facts above the threshold kept per query vector (both paths)
+GRAPH_K = 32          # graph candidates per query vector, rescored exactly before the top PAIR_K are kept
 PAIR_EXPANSION = 128  # graph search breadth (bench/CONSOLIDATE.md)
 CHUNK = 4096          # query vectors per graph batch (bounds the candidate gather)
 
@@ -113,15 +113,11 @@ class FactSpace:
             found = graph.search(q, k, threads=os.cpu_count() or 1)
             keys = np.asarray(found.keys).reshape(len(q), -1).astype(np.int64)
             counts = np.asarray(found.counts).reshape(len(q))
-            qi, kj = np.nonzero(np.arange(keys.shape[1])[None, :] < counts[:, None])
-            if len(qi):
-                vr = keys[qi, kj]
-                order = np.argsort(vr, kind="stable")  # sorted reads of the memory map
-                vecs = np.empty((len(vr), base.shape[1]), np.float32)
-                vecs[order] = base[vr[order]]
-                sims = np.einsum("ij,ij->i", vecs, q[qi])
-                hit = sims > threshold
-                out.append((start + qi[hit], vr[hit], sims[hit]))
+            valid = np.arange(keys.shape[1])[None, :] < counts[:, None]
+            keys[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
+            sims = np.einsum("qkd,qd->qk", base[keys], q)  # every candidate rescored in float32
+            qi, kj = np.nonzero(valid & (sims > threshold))
+            out.append((start + qi, keys[qi, kj], sims[qi, kj]))
         if not out:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
         return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
