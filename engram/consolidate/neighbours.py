@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from engram.consolidate.merge_plan import similar_pairs, top_per_row
+from engram.query.ann_graph import vector_rows
 from engram.query.persisted import PERSISTED, IndexUnusable, PersistedTableIndex
 from engram.store import db
 
@@ -111,13 +112,13 @@ class FactSpace:
         for start in range(0, len(query), CHUNK):
             q = np.ascontiguousarray(query[start:start + CHUNK], dtype=np.float32)
             found = graph.search(q, k, threads=os.cpu_count() or 1)
-            keys = np.asarray(found.keys).reshape(len(q), -1).astype(np.int64)
+            rows = vector_rows(gen.ann_rows, np.asarray(found.keys).reshape(len(q), -1))
             counts = np.asarray(found.counts).reshape(len(q))
-            valid = np.arange(keys.shape[1])[None, :] < counts[:, None]
-            keys[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
-            sims = np.einsum("qkd,qd->qk", base[keys], q)  # every candidate rescored in float32
+            valid = (np.arange(rows.shape[1])[None, :] < counts[:, None]) & (rows >= 0)
+            rows[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
+            sims = np.einsum("qkd,qd->qk", base[rows], q)  # every candidate rescored in float32
             qi, kj = np.nonzero(valid & (sims > threshold))
-            out.append((start + qi, keys[qi, kj], sims[qi, kj]))
+            out.append((start + qi, rows[qi, kj], sims[qi, kj]))
         if not out:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
         return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engram.errors import StoreError
+from engram.query.ann_graph import ROWS_FILE, GraphParams, vector_rows, write_graph
 from engram.query.lexical import tokenize
 from engram.query.vector_index import (
     NO_CONTEXT,
@@ -59,8 +60,9 @@ from engram.store.durable import fsync_dir
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4  # 2: prev links a row to the row before it only when that row asks a question; 3: a rowid sample;
-# 4: the rows' search columns (columns.arrow) and the newest update covered
+FORMAT = 5  # 2: prev links a row to the row before it only when that row asks a question; 3: a rowid sample;
+# 4: the rows' search columns (columns.arrow) and the newest update covered; 5: graph keys apart from
+# vector rows (ann_rows.npy), so the next publish can carry the graph over (engram.query.ann_graph)
 CHECK_ROWS = 16  # rows of a generation whose (rowid, id) a reader checks against the store when it opens it
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
 ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
@@ -253,20 +255,17 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             _save(tmp / f"{key}.npy", array)
         _save_table(tmp / COLUMNS_FILE, columns)
         ann = n_vec >= ANN_MIN
+        graph: dict[str, Any] = {}
         if ann:
-            from usearch.index import Index
-
-            graph = Index(ndim=dim, metric="ip", dtype=ANN_DTYPE, connectivity=ANN_CONNECTIVITY,
-                          expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
-            graph.add(np.arange(n_vec, dtype=np.uint64), index.matrix, threads=os.cpu_count() or 1)
-            graph.save(str(tmp / "ann.usearch"))
-            del graph
+            graph = write_graph(tmp, GraphParams(dim, ANN_DTYPE, ANN_CONNECTIVITY, ANN_EXPANSION_ADD),
+                                index.matrix, index.rowids[index.vec_pos], arrays["ids"][index.vec_pos],
+                                _live_generation(target), _save)
         files = {p.name: p.stat().st_size for p in tmp.iterdir()}
         manifest = {
             "format": FORMAT, "user_id": user_id, "table": table, "model": model, "dim": dim,
             "run_id": run_id, "watermark": watermark.isoformat() if watermark else None, "max_rowid": max_rowid,
             "covered": covered.isoformat(),
-            "rows": index.n, "vectors": n_vec, "ann": ann, "ann_dtype": ANN_DTYPE if ann else None,
+            "rows": index.n, "vectors": n_vec, "ann": ann, **graph,
             "written_at": datetime.now().isoformat(), "files": files,
         }
         with open(tmp / "manifest.json", "w") as fh:
@@ -289,7 +288,17 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         if old.is_dir() and old.name != name:
             shutil.rmtree(old, ignore_errors=True)
     log.info("wrote %s index generation: %d rows, %d vectors", table, index.n, n_vec)
-    return {"rows": index.n, "written": True, "vectors": n_vec, "ann": ann, "seconds": round(time.perf_counter() - t0, 3)}
+    return {"rows": index.n, "written": True, "vectors": n_vec, "ann": ann, "graph": graph.get("ann_graph"),
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _live_generation(target: Path) -> Path | None:
+    """The directory of the generation CURRENT names under `target`, if there is one."""
+    try:
+        path = target / (target / "CURRENT").read_text().strip()
+    except OSError:
+        return None
+    return path if path.is_dir() else None
 
 
 def check_sample(rowids: np.ndarray, ids: np.ndarray) -> list[list[Any]]:
@@ -385,6 +394,10 @@ class Generation:
             if self.ann is None or len(self.ann) != manifest["vectors"]:
                 raise IndexUnusable(f"{table} index: torn (ANN graph size)")
             self.ann.expansion_search = ANN_EXPANSION_SEARCH  # not kept in the file
+            try:
+                self.ann_rows = np.asarray(np.load(path / ROWS_FILE, mmap_mode="r", allow_pickle=False))
+            except (OSError, ValueError) as exc:
+                raise IndexUnusable(f"{table} index: unreadable ANN key map ({type(exc).__name__})") from None
         self.postings = Postings(self.arrays)
 
     def graph(self, expansion: int) -> Any:
@@ -610,7 +623,7 @@ class PersistedTableIndex(TableIndex):
             if k >= self.nbv:
                 top = np.arange(self.nbv)
             else:
-                top = self.gen.ann.search(qvec, k, exact=False).keys.astype(np.int64)
+                top = vector_rows(self.gen.ann_rows, self.gen.ann.search(qvec, k, exact=False).keys)
         top = top[top >= 0]
         return np.sort(top[~self.dead_vec[top]])
 
