@@ -351,9 +351,12 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                      if (ep_ids[e], fact_ids[f]) not in links]
             with db.open_store(s) as con:
                 texts = _fact_texts(con, ctx.user_id, [fact_ids[f] for _, f, _ in pairs])
+            best: dict[int, str] = {}  # each episode's best sentence, once (it meets up to PAIR_K facts)
             for e, f, c in pairs:
+                if e not in best:
+                    best[e] = best_sentence(ep_texts[e])
                 # similar but of opposite valence is evidence against, not for
-                against = valence_conflict(best_sentence(ep_texts[e]), texts[fact_ids[f]]) is not None
+                against = valence_conflict(best[e], texts[fact_ids[f]]) is not None
                 if not against:
                     per_fact[f] += 1
                 support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e],

@@ -7,7 +7,7 @@ store is a handful of statements, and they run inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING
@@ -71,7 +71,8 @@ def changes_frame(changes: Sequence[FactChange] | pl.DataFrame) -> pl.DataFrame:
                 frame = frame.with_columns(pl.lit(default, dtype=dtype).alias(name))
         frame = frame.select([pl.col(n).cast(t) for n, t in schema.items()])
     else:
-        frame = pl.DataFrame([asdict(c) for c in changes], schema=schema)
+        # column lists, not dataclasses.asdict per change (a deep copy each: seconds for a night's 40k)
+        frame = pl.DataFrame({name: [getattr(c, name) for c in changes] for name in schema}, schema=schema)
     if frame.height == 0:
         return frame
     if frame["fact_id"].n_unique() != frame.height:
