@@ -82,6 +82,7 @@ _NOT_SUBJECTS = {
 
 
 @lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 16)
 def subject(text: str) -> str | None:
     """Who a statement is about when it names them: a speaker prefix ("Caroline: ...") or a leading name
     ("Caroline adopted a dog", as atomic extraction states facts); None when it does not say."""
@@ -238,8 +239,8 @@ CONTRADICTION_MIN_COSINE = 0.6
 
 def different_subjects(a: str, b: str) -> bool:
     """Both statements name whom they are about, and not the same one ("Caroline: ..." / "Melanie: ...")."""
-    v = view(a, b)
-    return v.subject_a is not None and v.subject_b is not None and v.subject_a != v.subject_b
+    sa, sb = subject(a), subject(b)
+    return sa is not None and sb is not None and sa != sb
 
 
 # English markers that a habit or state has ended ("I stopped drinking coffee", "no longer", "quit").
@@ -249,11 +250,15 @@ _CESSATION = re.compile(
 CESSATION_MIN_SHARED = 2  # content words the ended habit shares with the earlier statement
 
 
+@lru_cache(maxsize=1 << 16)
+def _ends(text: str) -> bool:
+    return bool(_CESSATION.search(text))
+
+
 def cessation(a: str, b: str) -> bool:
     """Whether one of the two says that what the other states has ended ("I drink coffee every morning"
     / "I stopped drinking coffee"): they share the habit's content words and only one has the marker."""
-    ca, cb = bool(_CESSATION.search(a)), bool(_CESSATION.search(b))
-    if ca == cb:
+    if _ends(a) == _ends(b):
         return False
     pair = view(a, b)
     shared = {stem(w) for w in pair.content_a} & {stem(w) for w in pair.content_b}
