@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         "Publish writes a tenant's table index from this many rows on (or when it has one already); smaller tables are searched in memory.",
     )
     nightly_pair_index: bool = Field(
-        False, description="Nightly pair search through the published facts index (off = exact matmul; slower so far, bench/CONSOLIDATE.md)."
+        True, description="Nightly pair search through the published facts index (off = read every fact vector and matmul; bench/CONSOLIDATE.md)."
     )
     index_dir: Path | None = Field(
         None, description="Root of the on-disk search indexes (default: beside the store, <db_path>.indexes)."
