@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,9 @@ class FactSpace:
     index: PersistedTableIndex | None = None
     vrow: np.ndarray | None = None             # frame row -> index vector row
     frame_of_vrow: np.ndarray | None = None    # index vector row -> frame row, -1 = not in the frame
+    # graph candidates of each query vector searched so far, (vector rows, cosines): a new fact that is
+    # its episode's whole text has the episode's vector, and is not searched a second time
+    candidates: dict[bytes, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
     def from_index(cls, index: PersistedTableIndex, ids: list[str], rowids: np.ndarray) -> FactSpace:
@@ -107,21 +110,32 @@ class FactSpace:
         graph = gen.graph(PAIR_EXPANSION)
         if graph is None:  # a small generation: exact
             return similar_pairs(query, base, threshold)
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        keys = [v.tobytes() for v in query]
+        first: dict[bytes, int] = {}  # one search per distinct vector not searched before
+        for j, key in enumerate(keys):
+            if key not in self.candidates:
+                first.setdefault(key, j)
+        todo = list(first.values())
         k = min(GRAPH_K, self.index.nbv)
-        out = []
-        for start in range(0, len(query), CHUNK):
-            q = np.ascontiguousarray(query[start:start + CHUNK], dtype=np.float32)
+        for start in range(0, len(todo), CHUNK):
+            q = query[todo[start:start + CHUNK]]
             found = graph.search(q, k, threads=os.cpu_count() or 1)
             rows = vector_rows(gen.ann_rows, np.asarray(found.keys).reshape(len(q), -1))
             counts = np.asarray(found.counts).reshape(len(q))
             valid = (np.arange(rows.shape[1])[None, :] < counts[:, None]) & (rows >= 0)
             rows[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
             sims = np.einsum("qkd,qd->qk", base[rows], q)  # every candidate rescored in float32
-            qi, kj = np.nonzero(valid & (sims > threshold))
-            out.append((start + qi, rows[qi, kj], sims[qi, kj]))
-        if not out:
+            for j, r, c, ok in zip(todo[start:start + CHUNK], rows, sims, valid, strict=True):
+                self.candidates[keys[j]] = (r[ok], c[ok])
+        found_rows = [self.candidates[key] for key in keys]
+        qi = np.repeat(np.arange(len(keys)), [len(r) for r, _ in found_rows])
+        if not len(qi):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-        return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
+        vr = np.concatenate([r for r, _ in found_rows])
+        sims = np.concatenate([c for _, c in found_rows])
+        hit = sims > threshold
+        return qi[hit], vr[hit], sims[hit]
 
 
 def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim: int) -> tuple[pa.Table, FactSpace]:

@@ -288,6 +288,33 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
         assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
     capped = _pair_set(exact, query, 0.2, ids)
     assert max(Counter(q for q, _ in capped).values()) == 5  # the cap binds at the low threshold
+    if ann:  # the graph was searched once per distinct query vector, whatever the threshold
+        assert len(indexed.candidates) == len({v.tobytes() for v in query})
+
+
+def test_the_nightly_graph_search_runs_once_per_distinct_query_vector(settings, con, monkeypatch):
+    from engram.consolidate import neighbours
+
+    monkeypatch.setattr(persisted, "ANN_MIN", 1)
+    seed_facts(settings, con, _facts(60))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    _, space = neighbours.load_facts(settings, con, "u1", emb.model, emb.dim)
+    searched: list[int] = []
+    graph = space.index.gen.graph
+
+    def counting(expansion):
+        view = graph(expansion)
+        search = view.search
+        view.search = lambda q, k, **kw: (searched.append(len(q)), search(q, k, **kw))[1]
+        return view
+
+    monkeypatch.setattr(space.index.gen, "graph", counting)
+    vecs = space.vectors(np.arange(10))
+    space.pairs(np.vstack([vecs, vecs[:4]]), 0.75)  # an episode and the fact that is its whole text
+    space.pairs(vecs[2:8], 0.5)
+    assert searched == [10]
+    assert _pair_set(space, vecs[2:8], 0.5, list(range(space.n)))
 
 
 def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on():
