@@ -129,32 +129,24 @@ def _chars(text: str, n: int = 4) -> set[str]:
     return {s[i : i + n] for i in range(len(s) - n + 1)}
 
 
-@lru_cache(maxsize=8192)
-def _merge_view(text: str) -> tuple[int, frozenset, frozenset, frozenset, frozenset]:
-    """What merge_features reads of one text (cached: a night compares each text with several): its
-    number of stemmed words (speaker prefix aside), their set, bigrams and trigrams, its character 4-grams."""
-    t = [stem(w) for w in words(_SPEAKER.sub("", text, count=1))]
-    return (len(t), frozenset(t), frozenset(pairwise(t)), frozenset(zip(t, t[1:], t[2:], strict=False)),
-            frozenset(_chars(text)))
-
-
 def merge_features(a: str, b: str, cosine: float) -> list[float]:
     """The merge model's inputs, in MERGE_COEF order."""
-    (la, wa, ba, ta, ca), (lb, wb, bb, tb, cb) = _merge_view(a), _merge_view(b)
+    ta, tb = ([stem(w) for w in words(_SPEAKER.sub("", t, count=1))] for t in (a, b))
     v = view(a, b)
     return [
         cosine,
         v.jaccard,                                                   # content words
-        _jaccard(wa, wb),                                            # all words
-        _jaccard(ba, bb),                                            # word bigrams (order)
-        _jaccard(ca, cb),                                            # character 4-grams (spelling, morphology)
+        _jaccard(set(ta), set(tb)),                                  # all words
+        _jaccard(set(pairwise(ta)), set(pairwise(tb))),              # word bigrams (order)
+        _jaccard(_chars(a), _chars(b)),                              # character 4-grams (spelling, morphology)
         float(v.numbers_a != v.numbers_b),                           # numbers disagree
-        abs(la - lb) / max(la, lb, 1),                               # length difference
+        abs(len(ta) - len(tb)) / max(len(ta), len(tb), 1),           # length difference
         v.containment,                                               # the shorter one's content inside the other
-        _jaccard(ta, tb),                                            # word trigrams (longer runs in order)
+        _jaccard(set(zip(ta, ta[1:], ta[2:], strict=False)),         # word trigrams (longer runs in order)
+                 set(zip(tb, tb[1:], tb[2:], strict=False))),
         _jaccard(v.names_a, v.names_b) if v.names_a | v.names_b else 1.0,  # the same people and places
         float(v.names_a != v.names_b),                               # a name one of them lacks
-        math.log1p(max(la, lb)),                                     # long sentences share more by chance
+        math.log1p(max(len(ta), len(tb))),                           # long sentences share more by chance
     ]
 
 

@@ -208,18 +208,6 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     return " ".join(frame), frozenset(values)
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
-def _valence_view(text: str) -> tuple[int, frozenset[str], frozenset[str], frozenset[str], frozenset[str],
-                                      frozenset[str]]:
-    """What valence_conflict reads of one statement (cached: a night compares each text with several):
-    its negation count and words, then, read from the statement itself (a speaker prefix, "Caroline:
-    ...", is neither a name in it nor what it is about), its words, content words, names and numbers."""
-    bare = _SPEAKER.sub("", text, count=1)
-    tokens = frozenset(word_tuple(bare))
-    return (_negations(text), frozenset(word_tuple(text)), tokens, frozenset(_content(set(tokens), set())),
-            names(bare), frozenset(_NUMBER.findall(bare)))
-
-
 def valence_conflict(a: str, b: str) -> str | None:
     """Why two similar statements disagree (negation, antonym, different value), or None.
 
@@ -228,16 +216,22 @@ def valence_conflict(a: str, b: str) -> str | None:
     same thing (half the content words shared) with other numbers ("at 9:30" / "at 10:30"), or with one
     name swapped for another in an otherwise equal sentence ("I live in Lisbon" / "I live in Porto").
     """
-    (neg_a, sa, va, wa, ma, na), (neg_b, sb, vb, wb, mb, nb) = _valence_view(a), _valence_view(b)
-    if neg_a != neg_b:
+    if _negations(a) != _negations(b):
         return "negation"
+    sa, sb = set(word_tuple(a)), set(word_tuple(b))
     only_a, only_b = sa - sb, sb - sa
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
             return "antonym"
-    ca, cb = wa - ma - mb, wb - ma - mb  # content words, values (either side's names) aside
+    # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
+    # in the statement nor what it is about
+    a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
+    va, vb = set(word_tuple(a)), set(word_tuple(b))
+    ma, mb = names(a), names(b)
+    ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
     if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
         return None
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if na and nb and na != nb:
         return "different value"
     # a name the other side also uses anywhere, its speaker included ("Bye Nate!" said by Joanna, "Bye
