@@ -1,4 +1,4 @@
-"""Benchmark the nightly stages on synthetic stores of growing size with a fixed nightly delta.
+"""Benchmark the nightly stages on stores of growing size with a fixed nightly delta.
 
     python -m bench.consolidate                          # 10k and 100k stored facts, 10k new episodes
     python -m bench.consolidate --sizes 10000 100000 1000000
@@ -8,7 +8,9 @@ the night's episodes against the store (the floor of an exact support search), a
 incremental similarity search (new episodes and new facts vs the store: confidence + merge stages)
 against an all-pairs recompute of the store measured in the same run (all-pairs is measured up
 to --allpairs-max facts and extrapolated quadratically above).
-Embedding time is excluded: vectors are synthetic (clustered unit vectors, 384 dims).
+Embedding time is excluded: vectors are given, the dev sentences' MiniLM vectors filled with noised
+copies (--vectors real, the default; needs `python -m bench.real_vectors` once) or clustered random unit
+vectors (--vectors synthetic). Texts are synthetic either way.
 """
 
 from __future__ import annotations
@@ -234,8 +236,8 @@ def write_report(results: list[dict], args: argparse.Namespace) -> str:
     lines = [
         "# Nightly consolidation benchmark", "",
         f"- date: {datetime.now():%Y-%m-%d %H:%M}", f"- machine: {platform.platform()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}", f"- command: `python -m bench.consolidate --sizes {' '.join(map(str, args.sizes))} --new {args.new}`",
-        "- one tenant holds the whole store (the worst case); vectors are synthetic 384-d, so embedding time is excluded",
+        f"python {platform.python_version()}", f"- command: `python -m bench.consolidate --sizes {' '.join(map(str, args.sizes))} --new {args.new} --vectors {args.vectors}`",
+        f"- one tenant holds the whole store (the worst case); {args.vectors} 384-d vectors given, so embedding time is excluded",
         "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | raw matmul new x stored s (GFLOP/s) | all-pairs pair search s | all-pairs / incremental (confidence + merge) | peak RSS MB | load avg |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
