@@ -3,7 +3,8 @@
 Layout under the index root (settings.index_dir, default <db_path>.indexes):
 
     <tenant key>/<table>-<model>-<dim>/CURRENT     names the live generation (replaced atomically)
-    <tenant key>/<table>-<model>-<dim>/g<...>/      one generation: manifest.json, numpy arrays, ann.usearch
+    <tenant key>/<table>-<model>-<dim>/g<...>/      one generation: manifest.json, numpy arrays, columns.arrow,
+                                                    ann.usearch and ann_rows.npy (engram.query.ann_graph)
 
 A generation is written under a temporary name, fsynced and renamed, and only then named in
 CURRENT, so a reader sees a whole old index or a whole new one. It holds every row's text, vector and
