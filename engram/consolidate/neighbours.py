@@ -7,8 +7,10 @@ With a published facts index (engram.query.persisted) the store's vectors are ne
 the graph, searched at PAIR_EXPANSION, proposes GRAPH_K candidates per query vector, each rescored
 exactly (float32, memory-mapped; the i8 graph's inner-product distances are not cosines on a fixed
 scale, so they cannot cut candidates), and the facts stored since the publish (the delta) are compared
-exactly. A pair is missed only when the graph misses one of a query's
-nearest facts (bench/CONSOLIDATE.md measures how often). Without a usable index it is one exact matmul.
+exactly. A pair the exact path finds is missed when the graph misses one of a query's nearest facts,
+or when facts no longer active (superseded, merged, deprecated, deleted since the publish), which the
+graph still holds, take more than GRAPH_K - PAIR_K of its candidates. Without a usable index it is one
+exact matmul.
 """
 
 from __future__ import annotations
