@@ -385,6 +385,7 @@ class Generation:
         self.covered = datetime.fromisoformat(manifest["covered"])
         self.watermark = datetime.fromisoformat(manifest["watermark"]) if manifest["watermark"] else None
         self.ann = None
+        self.ann_rows = np.zeros(0, np.int64)  # graph key -> vector row (engram.query.ann_graph)
         if manifest["ann"]:
             from usearch.index import Index
 
