@@ -31,12 +31,17 @@ def frame_key(text: str) -> str:
     return framed[0] if framed is not None else ""
 
 
+def _unkeyed(con: db.Connection, user_id: str) -> list[tuple]:
+    """(id, text, valid_from) of the tenant's active facts not keyed by the current rule."""
+    return db.rows(con, "queries/facts_without_keys", user_id=user_id, version=KEYS_VERSION)
+
+
 def refresh(con: db.Connection, user_id: str) -> int:
     """Key the tenant's active facts that are not keyed by the current rule; the number keyed."""
-    rows = db.rows(con, "queries/facts_without_keys", user_id=user_id, version=KEYS_VERSION)
+    rows = _unkeyed(con, user_id)
     if not rows:
         return 0
-    ids, texts = (list(col) for col in zip(*rows, strict=True))
+    ids, texts = [r[0] for r in rows], [r[1] for r in rows]
     keys = pa.table({"id": pa.array(ids, pa.string()),
                      "statement_key": pa.array([statement_key(t) for t in texts], pa.string()),
                      "frame_key": pa.array([frame_key(t) for t in texts], pa.string())})
@@ -45,21 +50,39 @@ def refresh(con: db.Connection, user_id: str) -> int:
     return len(ids)
 
 
-def known_statements(con: db.Connection, user_id: str, keys: Iterable[str]) -> set[str]:
-    """The keys among `keys` that an active fact of the tenant already states (facts keyed first)."""
+def known_statements(con: db.Connection, user_id: str, keys: Iterable[str], store: bool = True) -> set[str]:
+    """The keys among `keys` that an active fact of the tenant already states. Facts not yet keyed are
+    keyed first, or, with store=False (a dry run writes nothing), keyed in memory for this answer."""
     wanted = sorted(set(keys))
     if not wanted:
         return set()
-    refresh(con, user_id)
+    pending = [] if store else _unkeyed(con, user_id)
+    if store:
+        refresh(con, user_id)
     with db.registered(con, "wanted_keys", pa.table({"key": pa.array(wanted, pa.string())})):
-        return {k for (k,) in db.rows(con, "queries/known_statement_keys", user_id=user_id)}
+        found = {k for (k,) in db.rows(con, "queries/known_statement_keys", user_id=user_id)}
+    return found | ({statement_key(text) for _, text, _ in pending} & set(wanted))
 
 
-def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[str]) -> list[tuple]:
-    """(id, text, valid_from) of the active facts in the frame of any of `fact_ids` (facts keyed first)."""
+def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[str], store: bool = True) -> list[tuple]:
+    """(id, text, valid_from) of the active facts in the frame of any of `fact_ids`, by id. Facts not yet
+    keyed are keyed first, or, with store=False (a dry run writes nothing), keyed in memory."""
     wanted = sorted(set(fact_ids))
     if not wanted:
         return []
-    refresh(con, user_id)
+    pending = [] if store else _unkeyed(con, user_id)
+    if store:
+        refresh(con, user_id)
     with db.registered(con, "framed_facts", pa.table({"id": pa.array(wanted, pa.string())})):
-        return db.rows(con, "queries/facts_sharing_frames", user_id=user_id)
+        rows = db.rows(con, "queries/facts_sharing_frames", user_id=user_id)
+    if not pending:
+        return rows
+    pending_frames = {fid: frame_key(text) for fid, text, _ in pending}
+    frames = {r[0]: frame_key(r[1]) for r in rows} | pending_frames
+    asked = {frames[f] for f in wanted if frames.get(f)}
+    if not asked:
+        return rows
+    with db.registered(con, "wanted_frames", pa.table({"frame": pa.array(sorted(asked), pa.string())})):
+        keyed = db.rows(con, "queries/facts_in_frames", user_id=user_id)
+    extra = [r for r in pending if pending_frames[r[0]] in asked]
+    return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])

@@ -82,7 +82,6 @@ _NOT_SUBJECTS = {
 
 
 @lru_cache(maxsize=1 << 16)
-@lru_cache(maxsize=1 << 16)
 def subject(text: str) -> str | None:
     """Who a statement is about when it names them: a speaker prefix ("Caroline: ...") or a leading name
     ("Caroline adopted a dog", as atomic extraction states facts); None when it does not say."""

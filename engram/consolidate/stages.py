@@ -239,7 +239,8 @@ def _facts_of_episodes(
             covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
     with db.open_store(s) as con:
-        statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(con, ctx.user_id, keys))
+        statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(
+            con, ctx.user_id, keys, store=not ctx.dry_run))
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
     return fact_rows(ctx, eps, vecs, drafts, embedder)
@@ -401,7 +402,7 @@ def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]
     if not created:
         return []
     with db.open_store(ctx.settings) as con:  # only the frames the new facts take part in
-        rows = fact_keys.facts_sharing_frames(con, ctx.user_id, created)
+        rows = fact_keys.facts_sharing_frames(con, ctx.user_id, created, store=not ctx.dry_run)
     ids, texts, valid_from = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [])
     return [
         fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value in the same frame",

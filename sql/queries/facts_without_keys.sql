@@ -1,8 +1,9 @@
--- Returns the active facts of the tenant whose derived keys are missing or from another rule version.
--- Params: $user_id, $version.
+-- Returns the active facts of the tenant whose derived keys are missing or from another rule version,
+-- with the moment each is valid from. Params: $user_id, $version.
 select
     f.id,
-    f.text
+    f.text,
+    coalesce(f.valid_from, f.asserted_at, f.created_at) as valid_from
 from facts as f
 where f.user_id = $user_id
     and f.status = 'active'

@@ -65,3 +65,23 @@ def test_facts_sharing_frames_returns_only_the_frames_asked_for(con) -> None:
     with db.transaction(con):
         con.execute("update facts set status = 'superseded' where id = 'a'")
     assert [r[0] for r in fact_keys.facts_sharing_frames(con, "u1", ["b"])] == ["b"]
+
+
+def test_without_storing_unkeyed_facts_are_keyed_in_memory_and_nothing_is_written(con) -> None:
+    # a dry run writes nothing: the lookups key what is not keyed yet for their own answer only
+    _fact(con, "a", "Ann lives in Lisbon.")
+    _fact(con, "b", "Ann lives in Porto.")
+    _fact(con, "c", "Bob lives in Porto.")
+    fact_keys.refresh(con, "u1")
+    _fact(con, "d", "Ann lives in Rome.")  # stored after the last keying
+    _fact(con, "e", "Ann plays golf.")
+    assert fact_keys.known_statements(con, "u1", ["ann plays golf", "ann lives in lisbon", "x"], store=False) == {
+        "ann plays golf", "ann lives in lisbon"}
+    rows = fact_keys.facts_sharing_frames(con, "u1", ["d"], store=False)
+    assert [r[0] for r in rows] == ["a", "b", "d"]
+    assert [r[0] for r in fact_keys.facts_sharing_frames(con, "u1", ["c"], store=False)] == ["c"]
+    assert fact_keys.facts_sharing_frames(con, "u1", ["e"], store=False) == []
+    assert {k: v[2] for k, v in _keys(con).items() if k in "de"} == {"d": None, "e": None}
+    # storing gives the same answers and keys them
+    assert [r[0] for r in fact_keys.facts_sharing_frames(con, "u1", ["d"])] == ["a", "b", "d"]
+    assert _keys(con)["d"][2] == fact_keys.KEYS_VERSION
