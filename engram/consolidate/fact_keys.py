@@ -73,16 +73,13 @@ def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[st
     pending = [] if store else _unkeyed(con, user_id)
     if store:
         refresh(con, user_id)
-    with db.registered(con, "framed_facts", pa.table({"id": pa.array(wanted, pa.string())})):
-        rows = db.rows(con, "queries/facts_sharing_frames", user_id=user_id)
-    if not pending:
-        return rows
     pending_frames = {fid: frame_key(text) for fid, text, _ in pending}
-    frames = {r[0]: frame_key(r[1]) for r in rows} | pending_frames
-    asked = {frames[f] for f in wanted if frames.get(f)}
+    with db.registered(con, "framed_facts", pa.table({"id": pa.array(wanted, pa.string())})):
+        frames = dict(db.rows(con, "queries/fact_frames", user_id=user_id)) | pending_frames
+    asked = sorted({frames[f] for f in wanted if frames.get(f)})
     if not asked:
-        return rows
-    with db.registered(con, "wanted_frames", pa.table({"frame": pa.array(sorted(asked), pa.string())})):
+        return []
+    with db.registered(con, "wanted_frames", pa.table({"frame": pa.array(asked, pa.string())})):
         keyed = db.rows(con, "queries/facts_in_frames", user_id=user_id)
     extra = [r for r in pending if pending_frames[r[0]] in asked]
     return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])
