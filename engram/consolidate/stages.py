@@ -115,9 +115,9 @@ def statement_drafts(
 
     The same statement said in several episodes is one fact resting on all of them; a statement an
     active fact already makes (`known` returns those of the statement keys it is given) creates
-    nothing: the confidence stage counts the episode as that fact's support. An episode that states nothing on its own but answers the
-    question of the turn before it (`previous_id`, when that turn is among `eps`) makes one statement
-    of the two, resting on both.
+    nothing: the confidence stage counts the episode as that fact's support. An episode that states
+    nothing on its own but answers the question of the turn before it (`previous_id`, when that turn
+    is among `eps`) makes one statement of the two, resting on both.
     """
     grouped: dict[str, tuple[str, list[int], datetime | None]] = {}
     contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
