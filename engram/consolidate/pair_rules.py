@@ -192,9 +192,30 @@ def _size(text: str) -> int:
     return sum(1 for w in words(_SPEAKER.sub("", text, count=1)) if w not in STOPWORDS)
 
 
+# Colour words, spelling variants folded ("blonde" ~ "blond", "gray" ~ "grey", "dark" hair ~ "black").
+# A colour only one statement has, against another only the other has, describes another thing ("a
+# blond child" / "a child with dark hair"): on SICK train 86 pairs differ so, 80 NEUTRAL, 6 ENTAILMENT
+# (shades: "tan" / "brown"), none CONTRADICTION. So it blocks a merge but is no contradiction.
+COLOURS = {
+    "black": "black", "dark": "black", "white": "white", "red": "red", "blue": "blue", "green": "green",
+    "yellow": "yellow", "orange": "orange", "purple": "purple", "pink": "pink", "brown": "brown",
+    "grey": "grey", "gray": "grey", "blond": "blond", "blonde": "blond", "brunette": "brunette",
+    "silver": "silver", "golden": "gold", "gold": "gold", "tan": "tan",
+}
+
+
+@lru_cache(maxsize=1 << 16)
+def _colours(text: str) -> frozenset[str]:
+    return frozenset(COLOURS[w] for w in word_tuple(_SPEAKER.sub("", text, count=1)) if w in COLOURS)
+
+
 def changed_detail(a: str, b: str) -> str | None:
-    """Why two short, nearly equal statements still say different things (a word, direction or role
-    swapped), or None. Long statements are left to the merge model: paraphrases swap words too."""
+    """Why two nearly equal statements still say different things, or None: a colour swapped (any
+    length), or in short statements a word, direction or role swapped. Long statements are otherwise
+    left to the merge model: paraphrases swap words too."""
+    ca, cb = _colours(a), _colours(b)
+    if ca - cb and cb - ca:
+        return "colour swapped"
     v = view(a, b)
     if max(_size(a), _size(b)) > SHORT_STATEMENT:
         return None

@@ -67,6 +67,12 @@ def test_contradiction(a: str, b: str, cos: float, expected: str | None) -> None
     ("A boy is jumping into the water", "A boy is jumping out of the water", "direction swapped"),
     ("The dog is chasing the cat", "The cat is chasing the dog", "roles swapped"),
     ("A man is running outside", "A man is running outside today", None),  # an added detail, not a swap
+    # a colour swapped, at any length; a spelling variant or a colour only one side names is no swap
+    ("A blond child is going down a slide and throwing up his arms",
+     "A child with dark hair is going down a slide and throwing up his arms", "colour swapped"),
+    ("A blond kid in a green shirt is sitting on a wooden swing in the big park",
+     "A blonde kid in a green shirt is sitting on a wooden swing in the big park", None),
+    ("A dog is running through the white snow", "A dog is running through the snow", None),
     # long statements are left to the merge model: paraphrases swap words
     ("The association said 28 million DVDs were rented in the week that ended June 15 in the whole country",
      "The association said 28 million DVDs were rented in the week that closed June 15 in the whole country", None),
