@@ -29,7 +29,7 @@ from engram.consolidate.merge_plan import (
 )
 from engram.consolidate.neighbours import FactSpace, load_facts
 from engram.consolidate.scoring import decayed_array, initial_confidence, reinforced
-from engram.consolidate.updates import frame_updates
+from engram.consolidate.updates import frame_updates, restatement_runs
 from engram.embed.models import Embedder
 from engram.errors import InvalidInput
 from engram.llm.usage import record_run_usage
@@ -117,9 +117,10 @@ def statement_drafts(
     active fact already makes (`known` returns those of the statement keys it is given) creates
     nothing: the confidence stage counts the episode as that fact's support. An episode that states
     nothing on its own but answers the question of the turn before it (`previous_id`, when that turn
-    is among `eps`) makes one statement of the two, resting on both.
+    is among `eps`) makes one statement of the two, resting on both. A statement said again after
+    another value of its frame is a new fact (updates.restatement_runs): the value came back.
     """
-    grouped: dict[str, tuple[str, list[int], datetime | None]] = {}
+    said: list[tuple[str, str, list[int], datetime | None, datetime]] = []  # key, text, members, moment, when
     contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
     row_of = {eid: j for j, eid in enumerate(eps["id"].to_list())}
     previous = [row_of.get(p) if p is not None else None for p in eps["previous_id"].to_list()]
@@ -130,15 +131,19 @@ def statement_drafts(
             st = answered_question(contents[p], roles[p], contents[i], roles[i], times[i])
             found = [(st, [p, i])] if st is not None else []
         for st, members in found:
-            key = statement_key(st.text)
             # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
             moment = st.about if st.about is not None and st.about <= times[i] else None
-            text, all_members, first = grouped.get(key, (st.text, [], moment))
-            all_members.extend(members)
-            grouped[key] = (text, all_members, first)
-    stated = known(grouped)
+            said.append((statement_key(st.text), st.text, members, moment, moment or times[i]))
+    runs = restatement_runs([(key, fact_keys.frame_key(text), when) for key, text, _, _, when in said])
+    grouped: dict[tuple[str, int], tuple[str, list[int], datetime | None]] = {}
+    for (key, text, members, moment, _), run in zip(said, runs, strict=True):
+        first_text, all_members, first = grouped.get((key, run), (text, [], moment))
+        all_members.extend(members)
+        grouped[(key, run)] = (first_text, all_members, first)
+    # an active fact already states the first run; a later run is the value coming back after another
+    stated = known({key for key, _ in grouped})
     return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
-            for key, (text, members, moment) in grouped.items() if key not in stated]
+            for (key, run), (text, members, moment) in grouped.items() if run > 0 or key not in stated]
 
 
 def _fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], cols: dict[str, list[Any]],

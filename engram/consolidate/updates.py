@@ -69,3 +69,27 @@ def frame_updates(
             if newer is not None:
                 out.append(Update(ids[i], ids[newer], valid_from[newer]))
     return out
+
+
+def restatement_runs(said: list[tuple[str, str, datetime]]) -> list[int]:
+    """The run of each (statement key, frame key, time) in `said`: within a frame, in time order, a
+    statement said again after another value of its frame starts a new run ("Ann lives in Lisbon",
+    "Ann lives in Porto", "Ann lives in Lisbon" again: Lisbon's second run is the current value, not
+    more evidence for the first). A statement with no frame ('') keeps run 0."""
+    runs = [0] * len(said)
+    by_frame: dict[str, list[int]] = defaultdict(list)
+    for i, (_, frame, _) in enumerate(said):
+        if frame:
+            by_frame[frame].append(i)
+    for members in by_frame.values():
+        members.sort(key=lambda i: (said[i][2], i))
+        run_of: dict[str, int] = {}
+        last_key: str | None = None
+        for i in members:
+            key = said[i][0]
+            if key != last_key and key in run_of:
+                run_of[key] += 1
+            run_of.setdefault(key, 0)
+            runs[i] = run_of[key]
+            last_key = key
+    return runs

@@ -213,8 +213,9 @@ def valence_conflict(a: str, b: str) -> str | None:
 
     Negations are counted, not taken modulo 2: "is not X and is not Y" against "is X and is Y"
     differs by two negations and is still a conflict. A different value is a statement about the
-    same thing (half the content words shared) with other numbers ("at 9:30" / "at 10:30"), or with one
-    name swapped for another in an otherwise equal sentence ("I live in Lisbon" / "I live in Porto").
+    same thing (half the content words shared, and no content word swapped for another) with other
+    numbers ("at 9:30" / "at 10:30"), or with one name swapped for another in an otherwise equal
+    sentence ("I live in Lisbon" / "I live in Porto").
     """
     if _negations(a) != _negations(b):
         return "negation"
@@ -230,6 +231,10 @@ def valence_conflict(a: str, b: str) -> str | None:
     ma, mb = names(a), names(b)
     ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
     if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
+        return None
+    # a content word each side has and the other lacks names another thing, not another value of one
+    # ("the last time the Padres made the playoffs: 1998" / "... the Lions ...: 2016")
+    if ca - cb and cb - ca:
         return None
     na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if na and nb and na != nb:

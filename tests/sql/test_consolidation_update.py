@@ -94,3 +94,35 @@ def test_search_shows_the_latest_restatement_of_a_value_in_place_of_the_older(se
     assert now[0].id == "e-new" and "e-old" not in [h.id for h in now]  # the older value gave up its slot
     assert [h.id for h in top] == ["e-new"]  # also when the older one filled the only slot first
     assert then[0].id == "e-old"
+
+
+def test_a_value_that_comes_back_in_one_night_is_current_again(settings) -> None:
+    start = AS_OF - timedelta(days=90)
+    for n, (text, days) in enumerate(((OLD, 0), (NEW, 30), (OLD, 60))):  # Lisbon, Porto, Lisbon again
+        add_episodes([{"id": f"e{n}", "user_id": USER, "content": text, "created_at": start + timedelta(days=days)}],
+                     settings)
+    _night(settings, "night-1", AS_OF)
+    with db.open_store(settings) as con:
+        rows = con.execute("select text, status, valid_from, valid_to from facts where user_id = $u"
+                           " order by valid_from", {"u": USER}).fetchall()
+        now = search_memory("where does Alice live?", "facts", 1, USER, as_of=AS_OF, settings=settings, con=con)
+        between = search_memory("where does Alice live?", "facts", 1, USER, as_of=start + timedelta(days=45),
+                                settings=settings, con=con)
+    assert rows == [
+        (OLD, "superseded", start, start + timedelta(days=30)),
+        (NEW, "superseded", start + timedelta(days=30), start + timedelta(days=60)),
+        (OLD, "active", start + timedelta(days=60), None),
+    ]
+    assert [h.text for h in now] == [OLD] and [h.text for h in between] == [NEW]
+
+
+def test_a_value_that_comes_back_on_a_later_night_is_a_new_current_fact(settings) -> None:
+    _episodes(settings, OLD, AS_OF - timedelta(days=60), "old")
+    _night(settings, "night-1", AS_OF - timedelta(days=59))
+    _episodes(settings, NEW, MOVED, "new")
+    _night(settings, "night-2", MOVED + timedelta(days=1))
+    _episodes(settings, OLD, AS_OF - timedelta(days=2), "back")
+    _night(settings, "night-3", AS_OF)
+    with db.open_store(settings) as con:
+        statuses = sorted(con.execute("select text, status from facts where user_id = $u", {"u": USER}).fetchall())
+    assert statuses == sorted([(OLD, "superseded"), (NEW, "superseded"), (OLD, "active")])

@@ -46,6 +46,11 @@ from engram.text.sentences import (
     ("Joanna: Bye Nate!", "Nate: Bye Joanna!", None),  # vocatives of two speakers are no name swap
     ("Caroline: Good to see you!", "Caroline: Lucky you!", None),  # a sentence start after a speaker is no name
     ("Mia is 7 years old", "The bus leaves at 8 from the station near the old mill", None),  # little overlap
+    # a content word swapped on each side: another thing, not another value of one thing
+    ("when is the last time the padres made the playoffs? 1998.",
+     "when is the last time the lions made the playoffs? 2016.", None),
+    ("who holds the record for most triples in a season? Chief Wilson.",
+     "who holds the record for most doubles in a season? Earl Webb.", None),
 ])
 def test_valence_conflict(a: str, b: str, why: str | None) -> None:
     assert valence_conflict(a, b) == why

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from engram.consolidate.updates import Update, frame_updates
+from engram.consolidate.updates import Update, frame_updates, restatement_runs
 
 T1, T2, T3 = datetime(2023, 1, 1), datetime(2023, 6, 1), datetime(2024, 1, 1)
 
@@ -32,3 +32,13 @@ def test_past_events_other_subjects_and_old_frames_are_left_alone() -> None:
     assert frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Ann lives in Porto."], [T1, T2], set()) == []
     # two values stated at the same moment are a contradiction for review, not an update
     assert frame_updates(["a", "b"], ["Ann lives in Lisbon.", "Ann lives in Porto."], [T1, T1], {"b"}) == []
+
+
+def test_a_statement_said_again_after_another_value_starts_a_new_run() -> None:
+    frame = "ann lives in ?"
+    said = [("ann lives in lisbon", frame, T1), ("ann lives in lisbon", frame, T1),
+            ("ann lives in porto", frame, T2), ("ann lives in lisbon", frame, T3),
+            ("ann likes tea", "", T1), ("ann likes tea", "", T3)]  # no frame: one run
+    assert restatement_runs(said) == [0, 0, 0, 1, 0, 0]
+    # runs follow time, not the order the statements arrive in
+    assert restatement_runs([said[3], said[2], said[0]]) == [1, 0, 0]
