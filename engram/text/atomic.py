@@ -41,6 +41,11 @@ UNANCHORED_MIN_CONTENT_WORDS = 5
 ANAPHOR_MIN_CONTENT_WORDS = 4
 ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}
 _ENDS_WITH_THAT = re.compile(r"\bthat\W*$", re.IGNORECASE)
+# Verbs and adverbs of stance: a statement whose only content words are these ("I think so too", "I know
+# what you mean", "I'm glad we agree") takes a stance on what was said and states nothing itself.
+STANCE_WORDS = {"think", "know", "mean", "agree", "guess", "hope", "sure", "glad", "bet", "understand",
+                "feel", "see", "imagine", "believe", "suppose", "right", "yeah", "totally", "definitely",
+                "probably", "maybe", "exactly", "true", "so"}
 SECOND_PERSON = {"you", "your", "yours", "you're", "you've", "you'll", "you'd", "yourself"}
 MAX_STATEMENT_CHARS = 400
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "had", "was",
@@ -283,6 +288,10 @@ def _anchored(sentence: str) -> bool:
     return False
 
 
+def _stance(word: str) -> bool:
+    return word in STANCE_WORDS or word.removesuffix("s") in STANCE_WORDS or word.removesuffix("es") in STANCE_WORDS
+
+
 def worth_remembering(sentence: str) -> bool:
     """A statement on its own: self-contained (or a question with its answer), about someone or saying
     enough by itself, and not leaning on the previous turn for what it is about."""
@@ -290,6 +299,8 @@ def worth_remembering(sentence: str) -> bool:
     content = [w for w in tokens if w not in STOPWORDS and not w.isdigit()]
     if len(content) < MIN_CONTENT_WORDS:
         return False
+    if all(_stance(w) for w in content):
+        return False  # a stance on what was said, stating nothing ("I think so too", "I know what you mean")
     if not _anchored(sentence) and (len(content) < UNANCHORED_MIN_CONTENT_WORDS or PRONOUN_START.match(sentence)):
         return False  # a remark about no one ("That's good to hear", "It's a great way to meet people")
     if any(w in SECOND_PERSON for w in tokens) and not any(w.split("'")[0] in FIRST_PERSON for w in tokens):
@@ -298,8 +309,10 @@ def worth_remembering(sentence: str) -> bool:
         return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
-    if _ANSWERED_QUESTION.search(sentence):
-        return True  # "who coaches the Lions? Dan Campbell." states the answer
+    if (m := _ANSWERED_QUESTION.search(sentence)) is not None:
+        # the question must say what it asks about ("What kind of dog is it? A retriever." leans on
+        # the turn before for "it")
+        return not ANAPHORS & set(words(sentence[:m.start() + 1]))  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED
 
 
@@ -338,8 +351,8 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     asked = [q for q in split_sentences(question_turn) if q.rstrip().endswith("?")]
     said = [a for a in (_without_filler(x) for x in split_sentences(answer_turn) if not x.rstrip().endswith("?"))
             if words(a)]
-    if answerer is None or not asked or not said:
-        return None
+    if answerer is None or not asked or not said or ANAPHORS & set(words(asked[-1])):
+        return None  # a question about "it" leans on a turn before it for what it asks
     question = resolve_speaker(addressed_to(asked[-1], answerer), speaker_name(asker_role))
     answer = " ".join(said)
     content = [w for w in words(f"{question} {answer}") if w not in STOPWORDS and not w.isdigit()]
