@@ -41,6 +41,9 @@ UNANCHORED_MIN_CONTENT_WORDS = 5
 ANAPHOR_MIN_CONTENT_WORDS = 4
 ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}
 _ENDS_WITH_THAT = re.compile(r"\bthat\W*$", re.IGNORECASE)
+# "that" pointing at a thing ("I love that movie", "that place"), not opening a clause ("I know that I ...")
+_DEMONSTRATIVE_THAT = re.compile(
+    r"\bthat\s+(?!(?:i|you|he|she|we|they|it|i'm|a|an|the|my|your|is|was|would|will|can|could)\b)[a-z]+", re.IGNORECASE)
 # Verbs and adverbs of stance: a statement whose only content words are these ("I think so too", "I know
 # what you mean", "I'm glad we agree") takes a stance on what was said and states nothing itself.
 STANCE_WORDS = {"think", "know", "mean", "agree", "guess", "hope", "sure", "glad", "bet", "understand",
@@ -307,7 +310,8 @@ def worth_remembering(sentence: str) -> bool:
         return False  # about the listener ("Good to see you!"), whom a memory cannot name
     if _PROPOSAL.match(sentence) or _STANCE_ON_LISTENER.match(sentence):
         return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
-    if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
+    if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)
+                                                  or _DEMONSTRATIVE_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
     if (m := _ANSWERED_QUESTION.search(sentence)) is not None:
         # the question must say what it asks about ("What kind of dog is it? A retriever." leans on

@@ -76,6 +76,8 @@ def test_sentences_keep_abbreviations_and_short_answers(text: str, want: list[st
     ("I know what you mean!", False),
     ("I'm glad we agree.", False),
     ("I think the museum opens at nine.", True),  # a stance with something in it
+    ("I love that movie too!", False),  # which movie, the turn before said
+    ("I know that I will win the race.", True),  # "that" opening a clause points nowhere
 ])
 def test_what_is_worth_remembering(sentence: str, keep: bool) -> None:
     assert worth_remembering(sentence) is keep
