@@ -43,7 +43,7 @@ def features(embedder: CachedEmbedder, pairs: list[Pair], merge_threshold: float
     """(merge_features of each pair, whether the rest of the rule lets it merge, labels)."""
     cos = pair_cosines(embedder, [p.a for p in pairs], [p.b for p in pairs])
     x = np.array([pair_rules.merge_features(p.a, p.b, float(c)) for p, c in zip(pairs, cos, strict=True)])
-    gate = np.array([c > merge_threshold and valence_conflict(p.a, p.b) is None
+    gate = np.array([c > merge_threshold and valence_conflict(p.a, p.b, swap_excuses=False) is None
                      and pair_rules.changed_detail(p.a, p.b) is None for p, c in zip(pairs, cos, strict=True)])
     return x, gate, np.array([p.label for p in pairs], dtype=bool)
 

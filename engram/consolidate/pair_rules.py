@@ -236,7 +236,7 @@ def same_statement(a: str, b: str, cosine: float, min_cosine: float) -> bool:
     (negation, antonym, other number or name), and no swapped word, direction or role."""
     if cosine <= min_cosine:
         return False
-    if valence_conflict(a, b) is not None or changed_detail(a, b) is not None:
+    if valence_conflict(a, b, swap_excuses=False) is not None or changed_detail(a, b) is not None:
         return False
     return merge_probability(a, b, cosine) > MERGE_MIN_PROBABILITY
 

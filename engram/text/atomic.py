@@ -313,10 +313,8 @@ def worth_remembering(sentence: str) -> bool:
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)
                                                   or _DEMONSTRATIVE_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
-    if (m := _ANSWERED_QUESTION.search(sentence)) is not None:
-        # the question must say what it asks about ("What kind of dog is it? A retriever." leans on
-        # the turn before for "it")
-        return not ANAPHORS & set(words(sentence[:m.start() + 1]))  # "who coaches the Lions? Dan Campbell." states the answer
+    if _ANSWERED_QUESTION.search(sentence):
+        return True  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED
 
 

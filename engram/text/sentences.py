@@ -208,14 +208,16 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     return " ".join(frame), frozenset(values)
 
 
-def valence_conflict(a: str, b: str) -> str | None:
+def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     """Why two similar statements disagree (negation, antonym, different value), or None.
 
     Negations are counted, not taken modulo 2: "is not X and is not Y" against "is X and is Y"
     differs by two negations and is still a conflict. A different value is a statement about the
     same thing (half the content words shared, and no content word swapped for another) with other
     numbers ("at 9:30" / "at 10:30"), or with one name swapped for another in an otherwise equal
-    sentence ("I live in Lisbon" / "I live in Porto").
+    sentence ("I live in Lisbon" / "I live in Porto"). A content word swapped on each side excuses the
+    other value (another thing, not another value of it) unless `swap_excuses` is False, as the merge
+    rule asks: two statements with other values never say the same thing.
     """
     if _negations(a) != _negations(b):
         return "negation"
@@ -233,8 +235,9 @@ def valence_conflict(a: str, b: str) -> str | None:
     if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
         return None
     # a content word each side has and the other lacks names another thing, not another value of one
-    # ("the last time the Padres made the playoffs: 1998" / "... the Lions ...: 2016")
-    if ca - cb and cb - ca:
+    # ("the last time the Padres made the playoffs: 1998" / "... the Lions ...: 2016"); with
+    # swap_excuses=False (the merge rule) other values still keep the two apart
+    if swap_excuses and ca - cb and cb - ca:
         return None
     na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if na and nb and na != nb:

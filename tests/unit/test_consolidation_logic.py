@@ -57,6 +57,13 @@ def test_valence_conflict(a: str, b: str, why: str | None) -> None:
     assert valence_conflict(b, a) == why
 
 
+def test_a_swapped_word_excuses_another_value_except_for_a_merge() -> None:
+    a, b = ("when is the last time the padres made the playoffs? 1998.",
+            "when is the last time the lions made the playoffs? 2016.")
+    assert valence_conflict(a, b) is None
+    assert valence_conflict(a, b, swap_excuses=False) == "different value"
+
+
 @pytest.mark.parametrize(("text", "kind"), [
     ("I want to learn Rust", "goal"), ("I love jazz", "preference"),
     ("Maybe the shop is closed", "assumption"), ("Alice works at Acme", "fact"),
