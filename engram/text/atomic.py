@@ -41,9 +41,6 @@ UNANCHORED_MIN_CONTENT_WORDS = 5
 ANAPHOR_MIN_CONTENT_WORDS = 4
 ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}
 _ENDS_WITH_THAT = re.compile(r"\bthat\W*$", re.IGNORECASE)
-# "that" pointing at a thing ("I love that movie", "that place"), not opening a clause ("I know that I ...")
-_DEMONSTRATIVE_THAT = re.compile(
-    r"\bthat\s+(?!(?:i|you|he|she|we|they|it|i'm|a|an|the|my|your|is|was|would|will|can|could)\b)[a-z]+", re.IGNORECASE)
 # Verbs and adverbs of stance: a statement whose only content words are these ("I think so too", "I know
 # what you mean", "I'm glad we agree") takes a stance on what was said and states nothing itself.
 STANCE_WORDS = {"think", "know", "mean", "agree", "guess", "hope", "sure", "glad", "bet", "understand",
@@ -310,8 +307,7 @@ def worth_remembering(sentence: str) -> bool:
         return False  # about the listener ("Good to see you!"), whom a memory cannot name
     if _PROPOSAL.match(sentence) or _STANCE_ON_LISTENER.match(sentence):
         return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
-    if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)
-                                                  or _DEMONSTRATIVE_THAT.search(sentence)):
+    if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
@@ -353,8 +349,8 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     asked = [q for q in split_sentences(question_turn) if q.rstrip().endswith("?")]
     said = [a for a in (_without_filler(x) for x in split_sentences(answer_turn) if not x.rstrip().endswith("?"))
             if words(a)]
-    if answerer is None or not asked or not said or ANAPHORS & set(words(asked[-1])):
-        return None  # a question about "it" leans on a turn before it for what it asks
+    if answerer is None or not asked or not said:
+        return None
     question = resolve_speaker(addressed_to(asked[-1], answerer), speaker_name(asker_role))
     answer = " ".join(said)
     content = [w for w in words(f"{question} {answer}") if w not in STOPWORDS and not w.isdigit()]
