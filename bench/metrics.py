@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -179,6 +180,15 @@ def threshold_for_precision(sweep: list[dict[str, float]], target: float) -> dic
     """The lowest-threshold sweep row whose precision reaches `target` (None when no row does)."""
     rows = [r for r in sweep if r["precision"] >= target and r["recall"] > 0]
     return min(rows, key=lambda r: r["threshold"]) if rows else None
+
+
+def wilson_lower(share: float, n: int, z: float = 1.2816) -> float:
+    """Lower end of the Wilson score interval of a share seen in n trials (z 1.2816: one-sided 90%)."""
+    if n <= 0:
+        return 0.0
+    centre = share + z * z / (2 * n)
+    spread = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
 
 
 def roc_auc_or_nan(scores: Sequence[float] | np.ndarray, labels: Iterable[bool] | np.ndarray) -> float:
