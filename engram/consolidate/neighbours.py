@@ -25,7 +25,8 @@ import pyarrow as pa
 
 from engram.consolidate.merge_plan import similar_pairs, top_per_row
 from engram.query.ann_graph import vector_rows
-from engram.query.persisted import PERSISTED, IndexUnusable, PersistedTableIndex
+from engram.query.persisted import PERSISTED, IndexNotPublished, IndexUnusable, PersistedTableIndex
+from engram.query.vector_index import table_signature
 from engram.store import db
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,11 @@ def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim:
             arrow = db.query_arrow(con, "queries/tenant_fact_rows", user_id=user_id, model=model, dim=dim)
             space = FactSpace.from_index(index, arrow["id"].to_pylist(), arrow["row_id"].to_numpy())
             return arrow.drop_columns(["row_id"]), space
+        except IndexNotPublished as exc:
+            # normal below search_index_min_rows, where publish writes no index: no warning every night
+            n_facts = table_signature(con, "facts", user_id)[0]
+            log.log(logging.WARNING if n_facts >= settings.search_index_min_rows else logging.DEBUG,
+                    "%s; pair search reads every fact vector (the next publish writes the index)", exc)
         except IndexUnusable as exc:
             log.warning("%s; pair search reads every fact vector (the next publish writes the index)", exc)
     arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=user_id, model=model, dim=dim)

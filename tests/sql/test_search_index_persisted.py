@@ -420,3 +420,19 @@ def test_a_row_stored_after_the_publish_is_found_by_time_when_its_rowid_is_below
     assert _ids(hits)[0] == "late"
     index = table_index(con, settings, "facts", "u1", emb.model, emb.dim)  # found through the index, not the fallback
     assert isinstance(index, PersistedTableIndex) and index.delta.ids == ["late"]
+
+
+def test_nightly_pair_search_warns_of_a_missing_index_only_where_publish_would_write_one(settings, con, caplog):
+    from engram.consolidate import neighbours
+
+    emb = HashEmbedder(settings.embed_dim)
+    seed_facts(settings, con, _facts(30))
+    caplog.set_level(logging.WARNING)
+    small = settings.model_copy(update={"nightly_pair_index": True, "search_index_min_rows": 40})
+    rows, space = neighbours.load_facts(small, con, "u1", emb.model, emb.dim)
+    assert rows.num_rows == 30 and space.exact is not None  # read from the store, as designed: no warning
+    assert "pair search reads every fact vector" not in caplog.text
+    big = settings.model_copy(update={"nightly_pair_index": True, "search_index_min_rows": 10})
+    rows, space = neighbours.load_facts(big, con, "u1", emb.model, emb.dim)
+    assert rows.num_rows == 30 and space.exact is not None
+    assert "(never published); pair search reads every fact vector" in caplog.text
