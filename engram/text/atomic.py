@@ -41,6 +41,9 @@ UNANCHORED_MIN_CONTENT_WORDS = 5
 ANAPHOR_MIN_CONTENT_WORDS = 4
 ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}
 _ENDS_WITH_THAT = re.compile(r"\bthat\W*$", re.IGNORECASE)
+# A verb phrase left out after "to" ("I would love to!", "I've always wanted to.") is the previous
+# turn's: the sentence says nothing without it.
+_ELIDED_VERB_PHRASE = re.compile(r"\bto\W*$", re.IGNORECASE)
 # Verbs and adverbs of stance: a statement whose only content words are these ("I think so too", "I know
 # what you mean", "I'm glad we agree") takes a stance on what was said and states nothing itself.
 STANCE_WORDS = {"think", "know", "mean", "agree", "guess", "hope", "sure", "glad", "bet", "understand",
@@ -309,6 +312,8 @@ def worth_remembering(sentence: str) -> bool:
         return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
+    if _ELIDED_VERB_PHRASE.search(sentence):
+        return False  # the verb phrase is the previous turn's ("I would love to!")
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED

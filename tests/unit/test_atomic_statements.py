@@ -163,6 +163,14 @@ def test_proposals_and_stances_on_the_listener_are_not_facts(sentence: str) -> N
     assert not worth_remembering(sentence)
 
 
+@pytest.mark.parametrize(("sentence", "keep"), [
+    ("I would love to!", False), ("I've always wanted to.", False), ("My sister would be happy to", False),
+    ("I would love to visit Porto.", True), ("I moved to Lisbon to be closer to my sister.", True),
+])
+def test_a_verb_phrase_left_out_after_to_says_nothing(sentence: str, keep: bool) -> None:
+    assert worth_remembering(sentence) is keep
+
+
 @pytest.mark.parametrize("sentence", ["We always have a good team at work.", "We love having all the animals around.",
                                       "I think my sister would love Porto."])
 def test_statements_about_us_stay(sentence: str) -> None:
