@@ -134,12 +134,13 @@ class Postings:
         self.total_length = float(np.sum(self.lengths, dtype=np.float64))
 
     def hit(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """(doc ids, term frequencies) of one term."""
+        """(doc ids, term frequencies) of one term; the ids as intp, which numpy indexes with directly
+        (stored int32 ids were converted on each of the three fancy-indexing steps of a BM25 term)."""
         i = int(np.searchsorted(self.terms, term))
         if i >= len(self.terms) or self.terms[i] != term:
-            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+            return np.zeros(0, np.intp), np.zeros(0, np.float32)
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return np.asarray(self.docs[lo:hi]), np.asarray(self.tfs[lo:hi])
+        return np.asarray(self.docs[lo:hi]).astype(np.intp), np.asarray(self.tfs[lo:hi])
 
 
 def bm25_norms(parts: list[Postings]) -> list[np.ndarray]:
