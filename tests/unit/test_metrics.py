@@ -121,3 +121,11 @@ def test_mean_of_nothing_is_nan() -> None:
 def test_roc_auc_or_nan_on_one_class() -> None:
     assert math.isnan(metrics.roc_auc_or_nan([0.1, 0.2], [True, True]))
     assert metrics.roc_auc_or_nan([0.1, 0.2], [False, True]) == 1.0
+
+
+def test_wilson_lower_bound_is_below_the_share_and_tightens_with_more_trials() -> None:
+    assert metrics.wilson_lower(0.9, 0) == 0.0
+    few, many = metrics.wilson_lower(0.9, 50), metrics.wilson_lower(0.9, 5000)
+    assert few < many < 0.9
+    assert abs(metrics.wilson_lower(0.9, 100) - 0.8544) < 1e-3  # one-sided 90%: z = 1.2816
+    assert metrics.wilson_lower(1.0, 20) < 1.0
