@@ -55,8 +55,7 @@ class PairView:
 
     @property
     def jaccard(self) -> float:
-        union = self.content_a | self.content_b
-        return len(self.content_a & self.content_b) / len(union) if union else 1.0
+        return _jaccard(self.content_a, self.content_b)
 
     @property
     def containment(self) -> float:
@@ -120,7 +119,8 @@ def view(a: str, b: str) -> PairView:
 
 
 def _jaccard(x: set | frozenset, y: set | frozenset) -> float:
-    return len(x & y) / len(x | y) if x | y else 1.0
+    shared = len(x & y)  # |x | y| counted, not built: the union was a third of the merge features' time
+    return shared / (len(x) + len(y) - shared) if x or y else 1.0
 
 
 def _chars(text: str, n: int = 4) -> set[str]:
