@@ -345,46 +345,48 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             links = {(e, f) for e, f in db.rows(con, "queries/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
             created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
         counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
-        fact_ids = facts["id"].to_list() if facts.height else []
+        # ids are read for the facts in pairs only: a list of every active fact's id took ~70 MB at 1M facts
+        id_of: dict[int, str] = {}
         # evidence: new episodes with cos >= threshold support a fact they did not produce
-        support_rows: list[dict[str, Any]] = []
+        support_cols: dict[str, list[Any]] = {"fact_id": [], "episode_id": [], "relation": [], "similarity": []}
         per_fact: dict[int, int] = defaultdict(int)
         if eps.num_rows and facts.height:
             evecs = vectors_of(eps["embedding"], embedder.dim)
             ep_ids, ep_texts = eps["id"].to_pylist(), eps["content"].to_pylist()
             ei, fi, sim = fvecs.pairs(evecs, s.support_threshold - 1e-9)
+            id_of.update(_ids_of_rows(facts, fi))
             pairs = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
-                     if (ep_ids[e], fact_ids[f]) not in links]
+                     if (ep_ids[e], id_of[f]) not in links]
             with db.open_store(s) as con:
-                texts = _fact_texts(con, ctx.user_id, [fact_ids[f] for _, f, _ in pairs])
+                texts = _fact_texts(con, ctx.user_id, [id_of[f] for _, f, _ in pairs])
             best: dict[int, str] = {}  # each episode's best sentence, once (it meets up to PAIR_K facts)
             for e, f, c in pairs:
                 if e not in best:
                     best[e] = best_sentence(ep_texts[e])
                 # similar but of opposite valence is evidence against, not for
-                against = valence_conflict(best[e], texts[fact_ids[f]]) is not None
+                against = valence_conflict(best[e], texts[id_of[f]]) is not None
                 if not against:
                     per_fact[f] += 1
-                support_rows.append({"fact_id": fact_ids[f], "episode_id": ep_ids[e],
-                                     "relation": "contradicts" if against else "supports", "similarity": c})
+                for col, value in (("fact_id", id_of[f]), ("episode_id", ep_ids[e]),
+                                   ("relation", "contradicts" if against else "supports"), ("similarity", c)):
+                    support_cols[col].append(value)
         new_conf = conf_now.copy()
         support_changes = []
         for f, k in sorted(per_fact.items()):
             new_conf[f] = reinforced(conf_now[f], k, s.support_gain)
             support_changes.append(fact_ops.FactChange(
-                fact_ids[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
+                id_of[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
                 evidence_delta=k, reinforced=True))
         # One similarity search of this run's new facts vs all active facts serves contradiction and
         # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
         # was examined when its newer fact was created, so searching them finds nothing new.
         pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
-        valid_from = dict(zip(fact_ids, facts["valid_from"].to_list(), strict=True)) if facts.height else {}
-        contra_changes, reviews = _contradictions(
-            ctx, pairs, dict(zip(fact_ids, new_conf.tolist(), strict=True)), valid_from)
+        conf, valid_from = _of_conflicting(facts, new_conf, pairs)
+        contra_changes, reviews = _contradictions(ctx, pairs, conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
         counts.update(reinforced=len(support_changes),
-                      supports=sum(r["relation"] == "supports" for r in support_rows),
-                      against=sum(r["relation"] == "contradicts" for r in support_rows),
+                      supports=support_cols["relation"].count("supports"),
+                      against=support_cols["relation"].count("contradicts"),
                       similar_pairs=pairs.height, contradictions=len(reviews),
                       penalised=sum(c.action == "contradicted" for c in contra_changes),
                       superseded=sum(c.action == "superseded" for c in contra_changes))
@@ -392,7 +394,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         def write(con: db.Connection) -> None:
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
             fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(
-                support_rows, schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String, "similarity": pl.Float64}))
+                support_cols, schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String, "similarity": pl.Float64}))
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, contra_changes, ctx.as_of)
             queue_reviews(con, reviews)
             store_pairs(con, ctx, pairs)
@@ -400,6 +402,20 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         return counts, write
 
     return run_stage(ctx, "confidence", body)
+
+
+def _of_conflicting(facts: pl.DataFrame, conf: np.ndarray, pairs: pl.DataFrame
+                    ) -> tuple[dict[str, float], dict[str, datetime]]:
+    """Confidence and valid_from of the facts in conflicting pairs: the few _contradictions reads, not a
+    dict over every active fact (two of those took ~150 MB at 1M facts)."""
+    conflict = pairs.filter(pl.col("conflict").is_not_null())
+    involved = set(conflict["fact_a"].to_list()) | set(conflict["fact_b"].to_list())
+    if not involved:
+        return {}, {}
+    rows = facts.with_row_index("row").filter(pl.col("id").is_in(list(involved)))
+    ids = rows["id"].to_list()
+    return (dict(zip(ids, conf[rows["row"].to_numpy()].tolist(), strict=True)),
+            dict(zip(ids, rows["valid_from"].to_list(), strict=True)))
 
 
 def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]) -> list[fact_ops.FactChange]:
@@ -420,6 +436,12 @@ def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]
 PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float64, "conflict": pl.String}
 
 
+def _ids_of_rows(facts: pl.DataFrame, rows: np.ndarray) -> dict[int, str]:
+    """{frame row: fact id} of the given rows (each read once)."""
+    distinct = np.unique(rows)
+    return dict(zip(distinct.tolist(), facts["id"].gather(distinct).to_list(), strict=True))
+
+
 def _fact_pairs(
     ctx: StageContext, facts: pl.DataFrame, fvecs: FactSpace, changed: set[str], threshold: float
 ) -> pl.DataFrame:
@@ -429,12 +451,12 @@ def _fact_pairs(
     most words contradicts at a modest cosine); below `threshold` only contradictions are kept."""
     if not changed or facts.height < 2:
         return pl.DataFrame(schema=PAIR_SCHEMA)
-    ids = facts["id"].to_list()
-    rows = [i for i, fid in enumerate(ids) if fid in changed]
+    rows = np.flatnonzero(facts["id"].is_in(list(changed)).to_numpy())
     qi, cj, sim = fvecs.pairs(fvecs.vectors(rows), min(threshold, pair_rules.CONTRADICTION_MIN_COSINE))
+    ids = _ids_of_rows(facts, np.concatenate([rows, cj]))
     found: dict[tuple[str, str], float] = {}
     for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
-        a, b = ids[rows[q]], ids[j]
+        a, b = ids[int(rows[q])], ids[j]
         if a != b:
             found[(min(a, b), max(a, b))] = c
     if not found:
