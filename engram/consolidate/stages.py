@@ -367,9 +367,10 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                 against = valence_conflict(best[e], texts[id_of[f]]) is not None
                 if not against:
                     per_fact[f] += 1
-                for col, value in (("fact_id", id_of[f]), ("episode_id", ep_ids[e]),
-                                   ("relation", "contradicts" if against else "supports"), ("similarity", c)):
-                    support_cols[col].append(value)
+                support_cols["fact_id"].append(id_of[f])
+                support_cols["episode_id"].append(ep_ids[e])
+                support_cols["relation"].append("contradicts" if against else "supports")
+                support_cols["similarity"].append(c)
         new_conf = conf_now.copy()
         support_changes = []
         for f, k in sorted(per_fact.items()):
