@@ -132,6 +132,8 @@ class Settings(BaseSettings):
     contradiction_threshold: float = bounded(0.8, 0.0, 1.0, "Cosine for a contradiction check (bench/QUALITY.md).")
     merge_threshold: float = bounded(
         0.7, 0.0, 1.0, "Cosine for a merge candidate pair; the pair rule decides (engram/consolidate/pair_rules.py).")
+    rule_workers: int = bounded(
+        0, 0, 256, "Processes for the pair rules of a night with 20,000+ pairs (0 = one per CPU; 1 = none).")
     auto_merge_min_confidence: float = bounded(0.6, 0.0, 1.0, "Auto-merge needs one fact above.")
     deprecate_below: float = bounded(0.3, 0.0, 1.0, "Facts below become deprecated.")
     passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs more than.")

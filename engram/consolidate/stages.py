@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate import fact_keys, pair_rules
+from engram.consolidate import fact_keys, pair_rules, rule_pool
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.fact_keys import statement_key
 from engram.consolidate.merge_plan import (
@@ -359,12 +359,11 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
                      if (ep_ids[e], id_of[f]) not in links]
             with db.open_store(s) as con:
                 texts = _fact_texts(con, ctx.user_id, [id_of[f] for _, f, _ in pairs])
-            best: dict[int, str] = {}  # each episode's best sentence, once (it meets up to PAIR_K facts)
-            for e, f, c in pairs:
-                if e not in best:
-                    best[e] = best_sentence(ep_texts[e])
-                # similar but of opposite valence is evidence against, not for
-                against = valence_conflict(best[e], texts[id_of[f]]) is not None
+            best = {e: best_sentence(ep_texts[e]) for e in {e for e, _, _ in pairs}}  # once per episode
+            # similar but of opposite valence is evidence against, not for
+            conflicts = rule_pool.apply(valence_conflict, [(best[e], texts[id_of[f]]) for e, f, _ in pairs], s.rule_workers)
+            for (e, f, c), conflict in zip(pairs, conflicts, strict=True):
+                against = conflict is not None
                 if not against:
                     per_fact[f] += 1
                 support_cols["fact_id"].append(id_of[f])
@@ -464,8 +463,10 @@ def _fact_pairs(
         return pl.DataFrame(schema=PAIR_SCHEMA)
     with db.open_store(ctx.settings) as con:
         texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
-    rows_out = [(a, b, c, pair_rules.contradiction(texts[a], texts[b], c, ctx.settings.contradiction_threshold))
-                for (a, b), c in sorted(found.items())]
+    ordered = sorted(found.items())
+    why = rule_pool.apply(pair_rules.contradiction, [
+        (texts[a], texts[b], c, ctx.settings.contradiction_threshold) for (a, b), c in ordered], ctx.settings.rule_workers)
+    rows_out = [(a, b, c, w) for ((a, b), c), w in zip(ordered, why, strict=True)]
     return pl.DataFrame([r for r in rows_out if r[2] > threshold or r[3] is not None],
                         schema=PAIR_SCHEMA, orient="row")
 
@@ -573,9 +574,11 @@ def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
         similar = pairs.filter(pl.col("similarity") > s.merge_threshold)
         conflicting = {frozenset((r["fact_a"], r["fact_b"])) for r in similar.filter(
             pl.col("conflict").is_not_null()).iter_rows(named=True)} | contradicted
-        agree = [(r["fact_a"], r["fact_b"]) for r in similar.iter_rows(named=True)
-                 if frozenset((r["fact_a"], r["fact_b"])) not in conflicting
-                 and pair_rules.same_statement(texts[r["fact_a"]], texts[r["fact_b"]], r["similarity"], s.merge_threshold)]
+        candidates = [(a, b, c) for a, b, c in similar.select("fact_a", "fact_b", "similarity").iter_rows()
+                      if frozenset((a, b)) not in conflicting]
+        same = rule_pool.apply(pair_rules.same_statement, [
+            (texts[a], texts[b], c, s.merge_threshold) for a, b, c in candidates], s.rule_workers)
+        agree = [(a, b) for (a, b, _), ok in zip(candidates, same, strict=True) if ok]
         comps = components(agree)
         infos: dict[str, FactInfo] = {}
         evidence: dict[str, int] = {}
