@@ -5,8 +5,9 @@ threshold, on both paths: a new statement is compared with the facts closest to 
 fact of a dense neighbourhood (a store of near-copies would otherwise yield millions of pairs a night).
 With a published facts index (engram.query.persisted) the store's vectors are never read into memory:
 the graph, searched at PAIR_EXPANSION, proposes GRAPH_K candidates per query vector, each rescored
-exactly (float32, memory-mapped; the i8 graph's inner-product distances are not cosines on a fixed
-scale, so they cannot cut candidates), and the facts stored since the publish (the delta) are compared
+with the generation's float16 copy of the vectors (memory-mapped, half the pages of float32; a cosine
+moves by less than 1e-3; the i8 graph's inner-product distances are not cosines on a fixed scale, so
+they cannot cut candidates), and the facts stored since the publish (the delta) are compared
 exactly. A pair the exact path finds is missed when the graph misses one of a query's nearest facts,
 or when facts no longer active (superseded, merged, deprecated, deleted since the publish), which the
 graph still holds, take more than GRAPH_K - PAIR_K of its candidates. Without a usable index it is one
@@ -25,7 +26,7 @@ import pyarrow as pa
 
 from engram.consolidate.merge_plan import similar_pairs, top_per_row
 from engram.query.ann_graph import vector_rows
-from engram.query.persisted import PERSISTED, IndexNotPublished, IndexUnusable, PersistedTableIndex
+from engram.query.persisted import HALF_VECTORS, PERSISTED, IndexNotPublished, IndexUnusable, PersistedTableIndex
 from engram.query.vector_index import table_signature
 from engram.store import db
 
@@ -109,7 +110,8 @@ class FactSpace:
         """(query row, index vector row, cos) above the threshold among the generation's vectors."""
         assert self.index is not None
         gen = self.index.gen
-        base = gen.arrays["vectors"]
+        # float16 copy where the generation has one: half the pages in memory; a cosine moves by < 1e-3
+        base = gen.arrays.get(HALF_VECTORS, gen.arrays["vectors"])
         graph = gen.graph(PAIR_EXPANSION)
         if graph is None:  # a small generation: exact
             return similar_pairs(query, base, threshold)
@@ -128,7 +130,7 @@ class FactSpace:
             counts = np.asarray(found.counts).reshape(len(q))
             valid = (np.arange(rows.shape[1])[None, :] < counts[:, None]) & (rows >= 0)
             rows[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
-            sims = np.einsum("qkd,qd->qk", base[rows], q)  # every candidate rescored in float32
+            sims = np.einsum("qkd,qd->qk", base[rows].astype(np.float32), q)  # every candidate rescored
             for j, r, c, ok in zip(todo[start:start + CHUNK], rows, sims, valid, strict=True):
                 self.candidates[keys[j]] = (r[ok], c[ok])
         found_rows = [self.candidates[key] for key in keys]

@@ -75,6 +75,10 @@ ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 ANN_EXPANSION_SEARCH = 1024
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
+# A generation with a graph also keeps its vectors as float16 (half the pages): the nightly pair search
+# rescores its graph candidates with them (engram.consolidate.neighbours), so a night at 1M facts maps
+# 0.77 GB of vectors, not 1.5 GB. Queries keep float32 rescoring.
+HALF_VECTORS = "vectors16"
 K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
           "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", "text_data", "text_offsets")
@@ -257,6 +261,8 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             _save(tmp / f"{key}.npy", array)
         _save_table(tmp / COLUMNS_FILE, columns)
         ann = n_vec >= ANN_MIN
+        if ann:
+            _save(tmp / f"{HALF_VECTORS}.npy", arrays["vectors"].astype(np.float16))
         graph: dict[str, Any] = {}
         if ann:
             graph = write_graph(tmp, GraphParams(dim, ANN_DTYPE, ANN_CONNECTIVITY, ANN_EXPANSION_ADD),
@@ -371,10 +377,14 @@ class Generation:
             # plain ndarray views of the maps: np.memmap's Python-level indexing is slow per call
             self.arrays = {k: np.asarray(np.load(path / f"{k}.npy", mmap_mode="r", allow_pickle=False))
                            for k in ARRAYS}
+            if f"{HALF_VECTORS}.npy" in manifest.get("files", {}):  # generations with a graph (none before)
+                self.arrays[HALF_VECTORS] = np.asarray(
+                    np.load(path / f"{HALF_VECTORS}.npy", mmap_mode="r", allow_pickle=False))
         except (OSError, ValueError) as exc:
             raise IndexUnusable(f"{table} index: unreadable arrays ({type(exc).__name__})") from None
         n = len(self.arrays["rowids"])
-        if manifest["rows"] != n or self.arrays["vectors"].shape != (manifest["vectors"], dim):
+        if manifest["rows"] != n or any(self.arrays[k].shape != (manifest["vectors"], dim)
+                                        for k in ("vectors", HALF_VECTORS) if k in self.arrays):
             raise IndexUnusable(f"{table} index: torn (array shapes disagree with the manifest)")
         try:
             self.columns = pa.ipc.open_file(pa.memory_map(str(path / COLUMNS_FILE))).read_all()

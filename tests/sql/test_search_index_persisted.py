@@ -285,7 +285,10 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
     query = emb.embed(["garden tea cat", "piano winter river number 7", "Oslo sister museum"] + ids[:0])
     query = np.vstack([query, exact.exact[::9]])
     for threshold in (0.2, 0.5, 0.9):
-        assert _pair_set(indexed, query, threshold, ids) == _pair_set(exact, query, threshold, ids)
+        got, want = _pair_set(indexed, query, threshold, ids), _pair_set(exact, query, threshold, ids)
+        assert got.keys() == want.keys()
+        # the graph's candidates are rescored with the float16 copy of the vectors: within 1e-3
+        assert max(abs(got[k] - want[k]) for k in want) <= (1e-3 if ann else 0)
     capped = _pair_set(exact, query, 0.2, ids)
     assert max(Counter(q for q, _ in capped).values()) == 5  # the cap binds at the low threshold
     if ann:  # the graph was searched once per distinct query vector, whatever the threshold
@@ -436,3 +439,22 @@ def test_nightly_pair_search_warns_of_a_missing_index_only_where_publish_would_w
     rows, space = neighbours.load_facts(big, con, "u1", emb.model, emb.dim)
     assert rows.num_rows == 30 and space.exact is not None
     assert "(never published); pair search reads every fact vector" in caplog.text
+
+
+def test_a_generation_with_a_graph_keeps_half_precision_vectors_checked_like_the_rest(settings, con, monkeypatch):
+    monkeypatch.setattr(persisted, "ANN_MIN", 1)
+    seed_facts(settings, con, _facts(30))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    gen = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen
+    half, full = gen.arrays[persisted.HALF_VECTORS], gen.arrays["vectors"]
+    assert half.dtype == np.float16 and half.shape == full.shape == (30, emb.dim)
+    np.testing.assert_allclose(half.astype(np.float32), full, atol=1e-3)
+    with open(gen.path / f"{persisted.HALF_VECTORS}.npy", "r+b") as fh:  # torn like any other file
+        fh.truncate(fh.seek(0, 2) - 2)
+    PERSISTED.clear()
+    with pytest.raises(IndexUnusable, match="torn"):
+        PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    monkeypatch.setattr(persisted, "ANN_MIN", 10**9)
+    _publish(settings, con)  # without a graph no copy is written: queries and pairs read float32
+    assert persisted.HALF_VECTORS not in PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen.arrays
