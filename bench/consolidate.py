@@ -23,6 +23,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -158,6 +159,47 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _rss_kb(pid: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeRss:
+    """Samples (every 50 ms) the resident set of this process plus its child processes (the pair rule
+    workers, engram.consolidate.rule_pool): VmHWM counts this process alone."""
+
+    def __init__(self) -> None:
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _children(self) -> list[str]:
+        out: list[str] = []
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                out += (task / "children").read_text().split()
+            except OSError:
+                pass
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak_kb = max(self.peak_kb, _rss_kb("self") + sum(_rss_kb(c) for c in self._children()))
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def night(path: Path, n_facts: int, search_index: bool) -> dict:
     """The nightly stages measured on a built store (run in its own process)."""
     as_of = datetime(2026, 11, 22, 3, 0)
@@ -172,12 +214,12 @@ def night(path: Path, n_facts: int, search_index: bool) -> dict:
         "deprecate": lambda: consolidate.deprecate(ctx),
     }
     times, counts = {}, {}
-    with db.held_open(settings):
+    with TreeRss() as tree, db.held_open(settings):
         for name, fn in stages.items():
             t = time.perf_counter()
             counts[name] = fn()
             times[name] = time.perf_counter() - t
-    return {"times": times, "counts": counts, "peak_rss_mb": rss_mb()}
+    return {"times": times, "counts": counts, "peak_rss_mb": rss_mb(), "peak_rss_with_workers_mb": tree.peak_kb / 1024}
 
 
 def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_index: bool = True,
@@ -226,7 +268,8 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_
     path.unlink(missing_ok=True)
     return {
         "facts": n_facts, "new": n_new, "build_s": build_s, "times": times, "total_s": sum(times.values()),
-        "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": night["peak_rss_mb"], "counts": counts,
+        "allpairs_s": allpairs_s, "allpairs_measured_at": m, "peak_rss_mb": night["peak_rss_mb"],
+        "peak_rss_with_workers_mb": night["peak_rss_with_workers_mb"], "counts": counts,
         "matmul_s": matmul_s, "gflops": gflops, "load": os.getloadavg()[0], "publish_s": publish_s,
         "search_index": search_index, "publish_after_s": publish_after_s, "vectors": vectors,
     }
@@ -238,7 +281,7 @@ def write_report(results: list[dict], args: argparse.Namespace) -> str:
         f"- date: {datetime.now():%Y-%m-%d %H:%M}", f"- machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"python {platform.python_version()}", f"- command: `python -m bench.consolidate --sizes {' '.join(map(str, args.sizes))} --new {args.new} --vectors {args.vectors}`",
         f"- one tenant holds the whole store (the worst case); {args.vectors} 384-d vectors given, so embedding time is excluded",
-        "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | raw matmul new x stored s (GFLOP/s) | all-pairs pair search s | all-pairs / incremental (confidence + merge) | peak RSS MB | load avg |",
+        "", "| stored facts | new episodes | extract s | confidence s | merge s | deprecate s | total s | raw matmul new x stored s (GFLOP/s) | all-pairs pair search s | all-pairs / incremental (confidence + merge) | peak RSS MB (with rule workers) | load avg |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -247,7 +290,8 @@ def write_report(results: list[dict], args: argparse.Namespace) -> str:
         lines.append(
             f"| {r['facts']:,} | {r['new']:,} | {t['extract']:.1f} | {t['confidence']:.1f} | {t['merge']:.1f} | "
             f"{t['deprecate']:.2f} | {r['total_s']:.1f} | {r['matmul_s']:.1f} ({r['gflops']:.0f}) | {r['allpairs_s']:.1f}{est} | "
-            f"{r['allpairs_s'] / (t['confidence'] + t['merge']):.1f}x | {r['peak_rss_mb']:.0f} | {r['load']:.1f} |"
+            f"{r['allpairs_s'] / (t['confidence'] + t['merge']):.1f}x | {r['peak_rss_mb']:.0f} ({r['peak_rss_with_workers_mb']:.0f}) | "
+            f"{r['load']:.1f} |"
         )
     if len(results) > 1:
         a, b = results[0], results[-1]
@@ -283,6 +327,7 @@ def main() -> None:
         r = run_size(n, args.new, args.allpairs_max, workdir, search_index=not args.exact, vectors=args.vectors)
         print(f"{n:>9,} facts: " + ", ".join(f"{k} {v:.1f}s" for k, v in r["times"].items())
               + f", total {r['total_s']:.1f}s, matmul floor {r['matmul_s']:.1f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
+              + f" ({r['peak_rss_with_workers_mb']:.0f} MB with the rule workers)"
               + f", publish before the night {r['publish_s']:.1f}s, after {r['publish_after_s']:.1f}s,"
               + f" all-pairs {r['allpairs_s']:.1f}s,"
               + f" build {r['build_s']:.0f}s", flush=True)
@@ -290,7 +335,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({str(r["facts"]): {
             "total_s": r["total_s"], "matmul_floor_s": r["matmul_s"], "peak_rss_mb": r["peak_rss_mb"],
-            "times": r["times"], "publish_s": r["publish_s"], "publish_after_s": r["publish_after_s"],
+            "peak_rss_with_workers_mb": r["peak_rss_with_workers_mb"], "times": r["times"], "publish_s": r["publish_s"], "publish_after_s": r["publish_after_s"],
             "vectors": r["vectors"], "search_index": r["search_index"], "new": r["new"],
             "load": r["load"]} for r in results}, indent=1))
     if args.report:
