@@ -86,7 +86,7 @@ def apply(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int 
     """[rule(*a) for a in args], in order; spread over `workers` processes (0 = one per CPU) when there
     are at least PARALLEL_MIN_PAIRS. `rule` must be a module-level function (workers import it by name).
     A worker that fails is reported and its batch runs here instead."""
-    n = min(workers_for(workers), max(len(args) // (PARALLEL_MIN_PAIRS // 2), 1))
+    n = min(workers_for(workers), max(2 * len(args) // PARALLEL_MIN_PAIRS, 1))  # each worker >= half the minimum
     if n < 2 or len(args) < PARALLEL_MIN_PAIRS:
         return _run(rule, args)
     size = -(-len(args) // n)

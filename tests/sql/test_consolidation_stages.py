@@ -155,3 +155,26 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     # past retention, u1's merged and deprecated facts are due for the archive: u1 has work again
     due = AS_OF + timedelta(days=settings.retention_days + 1)
     assert "u1" in consolidate.tenants_with_work(settings, due)
+
+
+def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatch) -> None:
+    from engram.consolidate import rule_pool
+
+    monkeypatch.setattr(rule_pool, "PARALLEL_MIN_PAIRS", 2)
+    batches: list[int] = []
+    in_worker = rule_pool._in_worker
+    monkeypatch.setattr(rule_pool, "_in_worker", lambda rule, batch: batches.append(len(batch)) or in_worker(rule, batch))
+    settings = settings.model_copy(update={"rule_workers": 2})
+    seed(settings)
+    counts = run_all(settings, "run-a")
+    assert len(batches) >= 4 and min(batches) >= 1  # supports, contradictions and merges went to workers
+    assert counts["merge"]["merges"] == 1
+    with db.open_store(settings) as con:
+        state = fact_state(con)
+        want = expected()
+        assert len(state) == len(want)
+        for fid, (text, conf, status, _) in state.items():
+            exp_conf, exp_status = want[key_of(fid, text)]
+            assert conf == pytest.approx(exp_conf, abs=1e-6), text
+            assert status == exp_status, text
+        assert [r[0] for r in con.execute("select kind from llm_reviews").fetchall()] == ["contradiction"]
