@@ -125,9 +125,20 @@ def _jaccard(x: set | frozenset, y: set | frozenset) -> float:
     return shared / (len(x) + len(y) - shared) if x or y else 1.0
 
 
-def _chars(text: str, n: int = 4) -> set[str]:
-    s = re.sub(r"\s+", " ", text.lower())
-    return {s[i : i + n] for i in range(len(s) - n + 1)}
+_SPACES = re.compile(r"\s+")
+
+
+def _chars(text: str) -> set[tuple[str, ...]]:
+    """Character 4-grams (as tuples of characters: the same sets as slices, ~25% faster to build)."""
+    s = _SPACES.sub(" ", text.lower())
+    return set(zip(s, s[1:], s[2:], s[3:], strict=False))
+
+
+@lru_cache(maxsize=1 << 14)
+def _stems(text: str) -> tuple[str, ...]:
+    """The stems of a statement's words, its speaker prefix left out (cached: a new fact is in up to
+    PAIR_K pairs a night)."""
+    return tuple(stem(w) for w in words(_SPEAKER.sub("", text, count=1)))
 
 
 # Where a sentence splits into clauses: punctuation, conjunctions and clause openers.
@@ -164,7 +175,7 @@ def added_clause(a: str, b: str) -> tuple[float, float]:
 
 def merge_features(a: str, b: str, cosine: float) -> list[float]:
     """The merge model's inputs, in MERGE_COEF order."""
-    ta, tb = ([stem(w) for w in words(_SPEAKER.sub("", t, count=1))] for t in (a, b))
+    ta, tb = _stems(a), _stems(b)
     v = view(a, b)
     return [
         cosine,
