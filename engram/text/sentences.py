@@ -208,6 +208,20 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     return " ".join(frame), frozenset(values)
 
 
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def _values(text: str) -> tuple[bool, bool]:
+    """Whether a statement (its speaker prefix left out) has a number, and a name."""
+    t = _SPEAKER.sub("", text, count=1)
+    return _NUMBER.search(t) is not None, bool(names(t))
+
+
+def may_differ_in_value(a: str, b: str) -> bool:
+    """False when valence_conflict(a, b) cannot be "different value": a different value needs numbers on
+    both sides or a name on both sides (cheap: search asks this of every near-duplicate candidate)."""
+    (num_a, name_a), (num_b, name_b) = _values(a), _values(b)
+    return (num_a and num_b) or (name_a and name_b)
+
+
 def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     """Why two similar statements disagree (negation, antonym, different value), or None.
 

@@ -121,3 +121,26 @@ def test_a_name_one_statement_lacks_lowers_the_merge_probability() -> None:
     with_name, other_name = f"{a} in Paris", f"{a} in Berlin"
     assert pair_rules.merge_probability(with_name, with_name, 0.95) > pair_rules.merge_probability(
         with_name, other_name, 0.95)
+
+
+VALUE_TEXTS = [
+    "The standup is at 9:30 every weekday", "The standup is at 10:30 every weekday", "Caroline lives in Lisbon",
+    "Caroline lives in Porto", "Caroline: I live in Lisbon", "Melanie: I live in Porto", "I have 2 dogs and a cat",
+    "I have 3 dogs and a cat", "We moved here in 2019", "We moved here in 2021 with Anna", "Bye Nate!",
+    "Bye Joanna!", "I love pottery", "I do not love pottery", "The Lions won 24 to 10 against Detroit",
+    "The Lions lost 10 to 24 against Detroit", "My sister lives in Paris now", "My sister lives in Rome now",
+]
+
+
+def test_may_differ_in_value_is_a_necessary_condition_of_a_different_value() -> None:
+    from engram.text.sentences import may_differ_in_value, valence_conflict
+
+    differ = 0
+    for a in VALUE_TEXTS:
+        for b in VALUE_TEXTS:
+            why = valence_conflict(a, b)
+            if not may_differ_in_value(a, b):
+                assert why != "different value", (a, b)
+            differ += why == "different value"
+    assert differ >= 6  # numbers and names both exercised
+    assert not may_differ_in_value("I love pottery", "I do not love pottery")
