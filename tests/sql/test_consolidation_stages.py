@@ -53,19 +53,25 @@ def snapshot(con) -> dict[str, list]:
     }
 
 
+def assert_expected_facts(con) -> dict[str, tuple[float, str, str | None]]:
+    """Every fact has the confidence and status the scenario computes; returns the fact state."""
+    state = fact_state(con)
+    want = expected()
+    assert len(state) == len(want)
+    for fid, (text, conf, status, _) in state.items():
+        exp_conf, exp_status = want[key_of(fid, text)]
+        assert conf == pytest.approx(exp_conf, abs=1e-6), text
+        assert status == exp_status, text
+    return state
+
+
 def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
     seed(settings)
     counts = run_all(settings, "run-a")
     assert counts["extract"]["facts_created"] == 3
     assert counts["merge"]["merges"] == 1
     with db.open_store(settings) as con:
-        state = fact_state(con)
-        want = expected()
-        assert len(state) == len(want)
-        for fid, (text, conf, status, merged) in state.items():
-            exp_conf, exp_status = want[key_of(fid, text)]
-            assert conf == pytest.approx(exp_conf, abs=1e-6), text
-            assert status == exp_status, text
+        state = assert_expected_facts(con)
         new_alice = next(f for f, v in state.items() if v[0].startswith("alice works"))
         assert state[new_alice][3] == "f_alice"
         events = con.execute("select fact_id, list(action order by action) from fact_events"
@@ -170,11 +176,5 @@ def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatc
     assert len(batches) >= 4 and min(batches) >= 1  # supports, contradictions and merges went to workers
     assert counts["merge"]["merges"] == 1
     with db.open_store(settings) as con:
-        state = fact_state(con)
-        want = expected()
-        assert len(state) == len(want)
-        for fid, (text, conf, status, _) in state.items():
-            exp_conf, exp_status = want[key_of(fid, text)]
-            assert conf == pytest.approx(exp_conf, abs=1e-6), text
-            assert status == exp_status, text
+        assert_expected_facts(con)
         assert [r[0] for r in con.execute("select kind from llm_reviews").fetchall()] == ["contradiction"]
