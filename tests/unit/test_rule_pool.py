@@ -73,3 +73,19 @@ def test_gc_paused_restores_the_collector() -> None:
 def test_workers_for_setting() -> None:
     assert rule_pool.workers_for(3) == 3
     assert rule_pool.workers_for(0) >= 1
+
+
+def test_a_worker_error_keeps_memory_text_out_of_warnings(small_batches: None, monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture, tmp_path) -> None:
+    # a "worker" that echoes its batch (the texts included) to stderr and fails
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\ncat >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    args = [("Caroline adopted a dog", "Caroline adopted a dog.", 0.99, 0.7)] * 30
+    with caplog.at_level(logging.DEBUG, logger="engram.consolidate.rule_pool"):
+        assert rule_pool.apply(pair_rules.same_statement, args, workers=2) == [True] * 30
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2 and all("exited with status 3" in w for w in warnings)
+    assert not any("Caroline" in w for w in warnings)
+    assert any("Caroline" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
