@@ -175,6 +175,11 @@ def added_clause(a: str, b: str) -> tuple[float, float]:
 
 def merge_features(a: str, b: str, cosine: float) -> list[float]:
     """The merge model's inputs, in MERGE_COEF order."""
+    return [*_leading_features(a, b, cosine), *added_clause(a, b)]
+
+
+def _leading_features(a: str, b: str, cosine: float) -> list[float]:
+    """The merge model's inputs before the two of added_clause (the last two)."""
     ta, tb = _stems(a), _stems(b)
     v = view(a, b)
     return [
@@ -193,7 +198,6 @@ def merge_features(a: str, b: str, cosine: float) -> list[float]:
         math.log1p(max(len(ta), len(tb))),                           # long sentences share more by chance
         math.log1p(max(len(v.only_a), len(v.only_b))),               # content words only one side has
         math.log1p(min(len(v.only_a), len(v.only_b))),
-        *added_clause(a, b),                                         # a clause only one side has
     ]
 
 
@@ -222,6 +226,21 @@ def merge_probability(a: str, b: str, cosine: float) -> float:
     """The merge model's probability that a and b are paraphrases."""
     z = MERGE_INTERCEPT + sum(w * x for w, x in zip(MERGE_COEF, merge_features(a, b, cosine), strict=True))
     return 1.0 / (1.0 + math.exp(-z))
+
+
+# The two added_clause features are >= 0 with negative weights: they can only lower the model's score.
+# A pair whose score without them already falls below the cut (by a margin far above rounding) is turned
+# down without computing them: the same decisions, ~15% less time a pair (most pairs are turned down).
+assert all(w < 0 for w in MERGE_COEF[-2:])
+_LOGIT_CUT = math.log(MERGE_MIN_PROBABILITY / (1 - MERGE_MIN_PROBABILITY))
+
+
+def _model_merges(a: str, b: str, cosine: float) -> bool:
+    """merge_probability(a, b, cosine) > MERGE_MIN_PROBABILITY, skipping added_clause where it cannot matter."""
+    lead = _leading_features(a, b, cosine)
+    if MERGE_INTERCEPT + sum(w * x for w, x in zip(MERGE_COEF, lead, strict=False)) < _LOGIT_CUT - 1e-9:
+        return False
+    return merge_probability(a, b, cosine) > MERGE_MIN_PROBABILITY
 
 
 def _particles(text: str) -> list[str]:
@@ -288,7 +307,7 @@ def same_statement(a: str, b: str, cosine: float, min_cosine: float) -> bool:
         return False
     # the model first: it turns down most similar pairs, so the other tests run for few (same answer;
     # the 100k bench store's merge stage took ~14 s instead of ~19.5 s)
-    if merge_probability(a, b, cosine) <= MERGE_MIN_PROBABILITY:
+    if not _model_merges(a, b, cosine):
         return False
     return valence_conflict(a, b, swap_excuses=False) is None and changed_detail(a, b) is None
 

@@ -172,6 +172,9 @@ def _content(tokens: set[str], values: set[str]) -> set[str]:
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def names(text: str) -> frozenset[str]:
     """Capitalised words past the first (names), lowercased (cached)."""
+    first = _TOKEN.search(text)
+    if first is None or ((rest := text[first.end():]).isascii() and rest == rest.lower()):
+        return frozenset()  # no capital after the first word (ASCII: some Unicode capitals have no lower case)
     out = set()
     for i, m in enumerate(_TOKEN.finditer(text)):
         tok = m.group()
@@ -240,6 +243,8 @@ def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
             return "antonym"
+    if not may_differ_in_value(a, b):
+        return None  # only "different value" is left, and it needs numbers or names on both sides
     # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
     # in the statement nor what it is about
     a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)

@@ -144,3 +144,34 @@ def test_may_differ_in_value_is_a_necessary_condition_of_a_different_value() -> 
             differ += why == "different value"
     assert differ >= 6  # numbers and names both exercised
     assert not may_differ_in_value("I love pottery", "I do not love pottery")
+
+
+def test_the_model_shortcut_decides_as_the_full_model() -> None:
+    texts = VALUE_TEXTS + ["Caroline adopted a dog in May", "Caroline adopted a dog in May.",
+                           "The company said profits rose sharply in the second quarter",
+                           "The company said its profits rose sharply in the second quarter, and it hired 200 people"]
+    decided = []
+    for a in texts:
+        for b in texts:
+            for cos in (0.72, 0.85, 0.97):
+                full = pair_rules.merge_probability(a, b, cos) > pair_rules.MERGE_MIN_PROBABILITY
+                assert pair_rules._model_merges(a, b, cos) == full, (a, b, cos)
+                decided.append(full)
+    assert any(decided) and not all(decided)
+
+
+def _names_by_every_token(text: str) -> frozenset[str]:
+    from engram.text.sentences import _NOT_NAMES, _TOKEN
+
+    return frozenset(m.group().lower() for i, m in enumerate(_TOKEN.finditer(text))
+                     if i > 0 and m.group()[0].isupper() and m.group().lower() not in _NOT_NAMES)
+
+
+@pytest.mark.parametrize("text", [
+    "", "Hi", "i met ünal", "I met Ünal", "I met Anna in Paris", "3Rd place", "well-Known fact", "bar _Foo",
+    "a \u2102omplex number", "x \u01c5emal", "Caroline: I live in Porto", "we love it", "O'Neil and McDonald",
+])
+def test_names_without_a_capital_past_the_first_word_is_empty_as_reading_every_token(text: str) -> None:
+    from engram.text.sentences import names
+
+    assert names(text) == _names_by_every_token(text)
