@@ -88,21 +88,37 @@ def apply(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int 
     """[rule(*a) for a in args], in order; spread over `workers` processes (0 = one per CPU) when there
     are at least PARALLEL_MIN_PAIRS. `rule` must be a module-level function (workers import it by name).
     A worker that fails is reported and its batch runs here instead."""
+    return start(rule, args, workers)()
+
+
+def start(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int = 0) -> Callable[[], list[T]]:
+    """apply(), begun: the workers run while the caller goes on; the returned function waits for and
+    returns the answers (call it once, also when the caller fails meanwhile). Below PARALLEL_MIN_PAIRS
+    the answers are computed here, now."""
     n = min(workers_for(workers), max(2 * len(args) // PARALLEL_MIN_PAIRS, 1))  # each worker >= half the minimum
     if n < 2 or len(args) < PARALLEL_MIN_PAIRS:
-        return _run(rule, args)
+        done = _run(rule, args)
+        return lambda: done
+    _rule_name(rule)  # refused here, not in a worker thread
     size = -(-len(args) // n)
     batches = [args[i:i + size] for i in range(0, len(args), size)]
-    with ThreadPoolExecutor(len(batches)) as pool:
-        futures = [pool.submit(_in_worker, rule, b) for b in batches]
+    pool = ThreadPoolExecutor(len(batches))
+    futures = [pool.submit(_in_worker, rule, b) for b in batches]
+
+    def gather() -> list[T]:
         parts = []
-        for batch, future in zip(batches, futures, strict=True):
-            try:
-                parts.append(future.result())
-            except (OSError, RuntimeError, pickle.UnpicklingError, EOFError) as exc:
-                log.warning("a pair rule worker failed (%s); running its %d pairs in this process", exc, len(batch))
-                parts.append(_run(rule, batch))
-    return [x for part in parts for x in part]
+        try:
+            for batch, future in zip(batches, futures, strict=True):
+                try:
+                    parts.append(future.result())
+                except (OSError, RuntimeError, pickle.UnpicklingError, EOFError) as exc:
+                    log.warning("a pair rule worker failed (%s); running its %d pairs in this process", exc, len(batch))
+                    parts.append(_run(rule, batch))
+        finally:
+            pool.shutdown(wait=True)
+        return [x for part in parts for x in part]
+
+    return gather
 
 
 def _worker_main() -> None:

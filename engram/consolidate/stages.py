@@ -355,21 +355,32 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             ep_ids, ep_texts = eps["id"].to_pylist(), eps["content"].to_pylist()
             ei, fi, sim = fvecs.pairs(evecs, s.support_threshold - 1e-9)
             id_of.update(_ids_of_rows(facts, fi))
-            pairs = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
-                     if (ep_ids[e], id_of[f]) not in links]
+            supports = [(e, f, c) for e, f, c in zip(ei.tolist(), fi.tolist(), sim.tolist(), strict=True)
+                        if (ep_ids[e], id_of[f]) not in links]
             with db.open_store(s) as con:
-                texts = _fact_texts(con, ctx.user_id, [id_of[f] for _, f, _ in pairs])
-            best = {e: best_sentence(ep_texts[e]) for e in {e for e, _, _ in pairs}}  # once per episode
-            # similar but of opposite valence is evidence against, not for
-            conflicts = rule_pool.apply(valence_conflict, [(best[e], texts[id_of[f]]) for e, f, _ in pairs], s.rule_workers)
-            for (e, f, c), conflict in zip(pairs, conflicts, strict=True):
-                against = conflict is not None
-                if not against:
-                    per_fact[f] += 1
-                support_cols["fact_id"].append(id_of[f])
-                support_cols["episode_id"].append(ep_ids[e])
-                support_cols["relation"].append("contradicts" if against else "supports")
-                support_cols["similarity"].append(c)
+                texts = _fact_texts(con, ctx.user_id, [id_of[f] for _, f, _ in supports])
+            best = {e: best_sentence(ep_texts[e]) for e in {e for e, _, _ in supports}}  # once per episode
+            # similar but of opposite valence is evidence against, not for; the rule's workers run while
+            # the new facts' pairs are searched below
+            support_conflicts = rule_pool.start(
+                valence_conflict, [(best[e], texts[id_of[f]]) for e, f, _ in supports], s.rule_workers)
+        else:
+            supports, support_conflicts = [], lambda: []
+        # One similarity search of this run's new facts vs all active facts serves contradiction and
+        # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
+        # was examined when its newer fact was created, so searching them finds nothing new.
+        try:
+            pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
+        finally:
+            conflicts = support_conflicts()
+        for (e, f, c), conflict in zip(supports, conflicts, strict=True):
+            against = conflict is not None
+            if not against:
+                per_fact[f] += 1
+            support_cols["fact_id"].append(id_of[f])
+            support_cols["episode_id"].append(ep_ids[e])
+            support_cols["relation"].append("contradicts" if against else "supports")
+            support_cols["similarity"].append(c)
         new_conf = conf_now.copy()
         support_changes = []
         for f, k in sorted(per_fact.items()):
@@ -377,10 +388,6 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             support_changes.append(fact_ops.FactChange(
                 id_of[f], "reinforced", f"{k} supporting episode(s)", confidence=float(new_conf[f]),
                 evidence_delta=k, reinforced=True))
-        # One similarity search of this run's new facts vs all active facts serves contradiction and
-        # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
-        # was examined when its newer fact was created, so searching them finds nothing new.
-        pairs = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
         conf, valid_from = _of_conflicting(facts, new_conf, pairs)
         contra_changes, reviews = _contradictions(ctx, pairs, conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
