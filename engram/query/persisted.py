@@ -261,10 +261,9 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             _save(tmp / f"{key}.npy", array)
         _save_table(tmp / COLUMNS_FILE, columns)
         ann = n_vec >= ANN_MIN
-        if ann:
-            _save(tmp / f"{HALF_VECTORS}.npy", arrays["vectors"].astype(np.float16))
         graph: dict[str, Any] = {}
         if ann:
+            _save(tmp / f"{HALF_VECTORS}.npy", arrays["vectors"].astype(np.float16))
             graph = write_graph(tmp, GraphParams(dim, ANN_DTYPE, ANN_CONNECTIVITY, ANN_EXPANSION_ADD),
                                 index.matrix, index.rowids[index.vec_pos], arrays["ids"][index.vec_pos],
                                 _live_generation(target), _save)
