@@ -28,7 +28,7 @@ from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
-from engram.text.sentences import may_differ_in_value, valence_conflict
+from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
 
 log = logging.getLogger(__name__)
@@ -460,8 +460,7 @@ def _is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
     later, earlier = _stated_at(candidate), _stated_at(shown)
     if later is None or earlier is None or later <= earlier:
         return False
-    a, b = shown["text"], candidate["text"]
-    return may_differ_in_value(a, b) and valence_conflict(a, b) == "different value"
+    return valence_conflict(shown["text"], candidate["text"]) == "different value"
 
 
 def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,

@@ -220,7 +220,7 @@ def _values(text: str) -> tuple[bool, bool]:
 
 def may_differ_in_value(a: str, b: str) -> bool:
     """False when valence_conflict(a, b) cannot be "different value": a different value needs numbers on
-    both sides or a name on both sides (cheap: search asks this of every near-duplicate candidate)."""
+    both sides or a name on both sides (cheap: valence_conflict asks it before its content-overlap test)."""
     (num_a, name_a), (num_b, name_b) = _values(a), _values(b)
     return (num_a and num_b) or (name_a and name_b)
 
