@@ -130,7 +130,7 @@ class FactSpace:
             counts = np.asarray(found.counts).reshape(len(q))
             valid = (np.arange(rows.shape[1])[None, :] < counts[:, None]) & (rows >= 0)
             rows[~valid] = 0  # a query with fewer neighbours than k: padding, read but dropped
-            sims = np.einsum("qkd,qd->qk", base[rows].astype(np.float32), q)  # every candidate rescored
+            sims = np.einsum("qkd,qd->qk", base[rows].astype(np.float32, copy=False), q)  # every candidate rescored
             for j, r, c, ok in zip(todo[start:start + CHUNK], rows, sims, valid, strict=True):
                 self.candidates[keys[j]] = (r[ok], c[ok])
         found_rows = [self.candidates[key] for key in keys]
