@@ -65,6 +65,17 @@ class EngramMCP:
         self.counters: Counter[str] = Counter()
         self._lock = threading.Lock()
 
+    def warm_up(self) -> threading.Thread:
+        """Load the embedder, the tenant's search indexes and the date parser on a background thread (a
+        tool call that arrives meanwhile waits for it: calls run one at a time)."""
+        from engram.query.warm import warm_up, warm_up_in_background
+
+        def run() -> None:
+            with self._lock:
+                warm_up(self.ctx.settings, self.ctx.user_id, embedder=self.ctx.embedder())
+
+        return warm_up_in_background(run)
+
     def tools(self) -> list[types.Tool]:
         """The tool list with input schemas."""
         return [types.Tool(name=t.name, description=t.description + " (detailed_help has parameters and an "
@@ -165,6 +176,7 @@ async def serve_stdio(settings: Settings, user_id: str) -> None:
     from mcp.server.stdio import stdio_server
 
     app = EngramMCP(settings, user_id)
+    app.warm_up()
     server = app.build()
     try:
         async with stdio_server() as (read, write):
@@ -183,6 +195,7 @@ def run_http(settings: Settings, user_id: str, port: int) -> None:
     import uvicorn
 
     app = EngramMCP(settings, user_id)
+    app.warm_up()
     try:
         uvicorn.run(app.build().streamable_http_app(host="127.0.0.1"), host="127.0.0.1", port=port,
                     log_level="warning")
