@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_sign
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
+from engram.text.dates import may_name_time, parser_loaded
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
@@ -59,6 +61,9 @@ MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per
 RRF_WEIGHT_TIME = 1.0
 WINDOW_CAP = 20_000
 WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fact_ids_in_window"}
+# The first question of a process that names a time loads the date parser (~0.5 s): on this thread while
+# the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
+_FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
 
 
 @dataclass
@@ -140,7 +145,10 @@ def search_memory(
         min_confidence=settings.deprecate_below if mode == "active" else settings.passive_min_confidence,
         decay_rate=settings.decay_rate,
     )
-    windows = query_windows(query, filters.at)
+    windows_soon = None
+    if method != "lexical" and not parser_loaded() and may_name_time(query):
+        windows_soon = _FIRST_DATES.submit(query_windows, query, filters.at)
+    windows = query_windows(query, filters.at) if windows_soon is None else []
     qvec = None
     if method != "lexical":
         vectors, embedder = embed_query(settings, [query], embedder)
@@ -149,6 +157,8 @@ def search_memory(
         from engram import embed as embedders
 
         embedder = embedders.from_settings(settings)
+    if windows_soon is not None:
+        windows = windows_soon.result()
     if con is None:
         with db.open_reader(settings) as own:
             return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method,

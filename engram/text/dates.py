@@ -43,6 +43,16 @@ def _search() -> Any:
     return search_dates
 
 
+def parser_loaded() -> bool:
+    """Whether this process has loaded dateparser (its first use costs ~0.5 s: import, locale data)."""
+    return _search.cache_info().currsize > 0
+
+
+def may_name_time(text: str) -> bool:
+    """Whether the text has a time anchor, so time_mentions would run dateparser on it."""
+    return _is_time_expression(text)
+
+
 def _is_time_expression(span: str) -> bool:
     if _ANCHOR.search(span) or CALENDAR.search(span):
         return True

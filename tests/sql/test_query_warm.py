@@ -59,3 +59,21 @@ def test_the_mcp_server_warms_up_its_tenant_in_the_background(settings):
     assert app.ctx._embedder is not None and CACHE.builds == builds + 2
     out = app.call("search_memory", {"query": "cat named Milo", "limit": 1})
     assert not out.is_error and out.structured_content["results"] and CACHE.builds == builds + 2
+
+
+def test_a_first_dated_question_resolves_its_dates_while_the_query_is_embedded(settings, con, monkeypatch):
+    from engram.query import search as search_module
+
+    seed_facts(settings, con, [{"id": "f1", "text": "Ana adopted a cat named Milo"},
+                               {"id": "f2", "text": "Ben bought a bike"}])
+    query = "what did Ana adopt on 1 January 2026?"
+    in_turn = [(h.id, h.score) for h in search_memory(query, "facts", 5, "u1", settings=settings, con=con)]
+    submitted = []
+    real_submit = search_module._FIRST_DATES.submit
+    monkeypatch.setattr(search_module, "parser_loaded", lambda: False)
+    monkeypatch.setattr(search_module._FIRST_DATES, "submit",
+                        lambda *a, **k: submitted.append(a[1]) or real_submit(*a, **k))
+    ahead = [(h.id, h.score) for h in search_memory(query, "facts", 5, "u1", settings=settings, con=con)]
+    assert ahead == in_turn and in_turn and submitted == [query]
+    search_memory("what did Ana adopt?", "facts", 5, "u1", settings=settings, con=con)
+    assert submitted == [query]  # no time named: nothing to load ahead
