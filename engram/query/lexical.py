@@ -65,5 +65,5 @@ class BM25:
             if hit is None:
                 continue
             ids, tfs = hit
-            scores[ids] += self.idf(term) * tfs * (self.k1 + 1) / (tfs + self._norm[ids])
+            np.add.at(scores, ids, self.idf(term) * tfs * (self.k1 + 1) / (tfs + self._norm[ids]))  # as persisted
         return scores

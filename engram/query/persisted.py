@@ -180,7 +180,9 @@ def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead:
         idf = math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5))
         for scores, norm, (ids, tfs) in zip(out, norms, hits, strict=True):
             if len(ids):
-                scores[ids] += idf * tfs * (K1 + 1) / (tfs + norm[ids])
+                # add.at, not scores[ids] += ...: the same sums without gathering the scores first
+                # (BM25 at 1M facts: mean 2.15 -> 1.78 ms a query, bench/SEARCH.md)
+                np.add.at(scores, ids, idf * tfs * (K1 + 1) / (tfs + norm[ids]))
     for scores, d in zip(out, dead, strict=True):
         if d is not None:
             scores[d] = 0.0
