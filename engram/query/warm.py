@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 # Names a relative time and a calendar date, so both of the date parser's paths are loaded.
 WARM_QUERY = "what happened last week, on 3 May 2023?"
+# Embedders behind a paid API: the warm-up searches by words only (the indexes and the date parser are
+# loaded all the same), so a server start makes no API call.
+REMOTE_EMBEDDERS = {"gemini"}
 
 
 def warm_up(settings: Settings, user_id: str, *, con: Any = None, embedder: Any = None) -> float | None:
@@ -33,7 +36,8 @@ def warm_up(settings: Settings, user_id: str, *, con: Any = None, embedder: Any 
         log.info("search warm-up skipped: no store yet")
         return None
     started = time.perf_counter()
-    search_memory(WARM_QUERY, "both", 1, user_id, settings=settings, con=con, embedder=embedder)
+    method = "lexical" if settings.embedder in REMOTE_EMBEDDERS else "hybrid"
+    search_memory(WARM_QUERY, "both", 1, user_id, settings=settings, con=con, embedder=embedder, method=method)
     secs = time.perf_counter() - started
     log.info("search warmed up in %.2f s", secs)
     return secs

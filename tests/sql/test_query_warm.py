@@ -77,3 +77,18 @@ def test_a_first_dated_question_resolves_its_dates_while_the_query_is_embedded(s
     assert ahead == in_turn and in_turn and submitted == [query]
     search_memory("what did Ana adopt?", "facts", 5, "u1", settings=settings, con=con)
     assert submitted == [query]  # no time named: nothing to load ahead
+
+
+def test_a_remote_embedder_is_not_called_by_the_warm_up(settings, con):
+    seed_facts(settings, con, [{"id": "f1", "text": "Ana adopted a cat named Milo"}])
+
+    class Remote:
+        model, dim, provider = "hash-384", settings.embed_dim, "gemini"
+
+        def embed(self, texts):
+            raise AssertionError("the warm-up called the paid embedder")
+
+    remote = settings.model_copy(update={"embedder": "gemini"})
+    builds = CACHE.builds
+    assert warm_up(remote, "u1", con=con, embedder=Remote()) > 0
+    assert CACHE.builds == builds + 2 and dates._search.cache_info().currsize == 1
