@@ -224,8 +224,12 @@ SUBSTITUTION_MAX_WORDS = 2
 
 def merge_probability(a: str, b: str, cosine: float) -> float:
     """The merge model's probability that a and b are paraphrases."""
-    z = MERGE_INTERCEPT + sum(w * x for w, x in zip(MERGE_COEF, merge_features(a, b, cosine), strict=True))
-    return 1.0 / (1.0 + math.exp(-z))
+    return _probability(sum(w * x for w, x in zip(MERGE_COEF, merge_features(a, b, cosine), strict=True)))
+
+
+def _probability(weighted: float) -> float:
+    """The logistic of the intercept plus the weighted sum of the features."""
+    return 1.0 / (1.0 + math.exp(-(MERGE_INTERCEPT + weighted)))
 
 
 # The two added_clause features are >= 0 with negative weights: they can only lower the model's score.
@@ -238,9 +242,13 @@ _LOGIT_CUT = math.log(MERGE_MIN_PROBABILITY / (1 - MERGE_MIN_PROBABILITY))
 def _model_merges(a: str, b: str, cosine: float) -> bool:
     """merge_probability(a, b, cosine) > MERGE_MIN_PROBABILITY, skipping added_clause where it cannot matter."""
     lead = _leading_features(a, b, cosine)
-    if MERGE_INTERCEPT + sum(w * x for w, x in zip(MERGE_COEF, lead, strict=False)) < _LOGIT_CUT - 1e-9:
+    weighted = sum(w * x for w, x in zip(MERGE_COEF, lead, strict=False))
+    if MERGE_INTERCEPT + weighted < _LOGIT_CUT - 1e-9:
         return False
-    return merge_probability(a, b, cosine) > MERGE_MIN_PROBABILITY
+    # added in the order merge_probability's sum adds them: the same float, not a recomputed one
+    for w, x in zip(MERGE_COEF[len(lead):], added_clause(a, b), strict=True):
+        weighted += w * x
+    return _probability(weighted) > MERGE_MIN_PROBABILITY
 
 
 def _particles(text: str) -> list[str]:
