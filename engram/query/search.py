@@ -266,11 +266,12 @@ def search_table(
     windows = windows or []
     context = CONTEXT if index.table == "episodes" else NO_CONTEXT
     lex = index.lexical_scores(query, context) if method != "vector" else None
+    lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
     cap = max(min(settings.db_limit, index.n), 1)
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
     dated = _window_positions(con, index, f.user_id, windows)
     while True:
-        rows = _candidate_rows(index, qvec, lex, want, context, method)
+        rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best)
         if len(dated):
             rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated)
         rows = sorted(set(rows) | {int(p) for p in index.positions(also or []) if p >= 0})
@@ -280,7 +281,7 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders)
+    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
 
 
 def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
@@ -311,9 +312,10 @@ def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windo
 
 def _candidate_rows(
     index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: Context, method: str,
-    among: np.ndarray | None = None,
+    among: np.ndarray | None = None, lex_best: float | None = None,
 ) -> list[int]:
-    """The `want` best rows by each ranking the method uses (of all rows, or of the positions `among`)."""
+    """The `want` best rows by each ranking the method uses (of all rows, or of the positions `among`;
+    `lex_best`: the highest of all `lex` scores, when the caller has it)."""
     rows: set[int] = set()
     if method != "lexical" and qvec is not None:
         if among is None:
@@ -323,7 +325,7 @@ def _candidate_rows(
             top = among[np.argsort(-sims, kind="stable")[:want]]
         rows.update(top.tolist())
     if lex is not None:
-        pos = top_scored(lex, want) if among is None else among[top_scored(lex[among], want)]
+        pos = top_scored(lex, want, lex_best) if among is None else among[top_scored(lex[among], want)]
         rows.update(pos.tolist())
     return sorted(rows)
 
@@ -333,10 +335,11 @@ def _candidate_rows(
 TOP_SCORED_FLOORS = (0.5, 0.125)
 
 
-def top_scored(scores: np.ndarray, want: int) -> np.ndarray:
+def top_scored(scores: np.ndarray, want: int, best: float | None = None) -> np.ndarray:
     """Positions (ascending) of the `want` highest positive scores, ties at the cut going to the lower
-    positions; every positive one when there are fewer."""
-    best = float(scores.max()) if scores.size else 0.0
+    positions; every positive one when there are fewer (`best`: scores.max(), when the caller has it)."""
+    if best is None:
+        best = float(scores.max()) if scores.size else 0.0
     if best <= 0 or want <= 0:
         return np.zeros(0, np.intp)
     for fraction in (*TOP_SCORED_FLOORS, 0.0):
@@ -364,7 +367,7 @@ def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 def _rank(
     index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
     limit: int, f: candidates.Filters, settings: Settings, context: Context, method: str,
-    windows: list[TimeWindow] | None = None, lenders: Lenders = (),
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (), lex_best: float = 0.0,
 ) -> list[Hit]:
     ids = sorted(kept)
     pos = np.array([kept[i]["pos"] for i in ids], dtype=np.int64)  # candidates.fetch read them at these positions
@@ -385,8 +388,7 @@ def _rank(
     rec = np.array([recency(kept[i].get("created_at"), f.at) for i in ids])
     relevance = settings.weight_similarity * ctx + settings.weight_confidence * conf + settings.weight_recency * rec
     lex_scores = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
-    lex_max = float(lex.max()) if lex is not None and len(lex) else 0.0
-    lex_top = lex_max if lex_max > 0 else 1.0
+    lex_top = lex_best if lex_best > 0 else 1.0
     score = np.zeros(len(pos))
     if method != "lexical":
         vrank = _ranks(relevance, has_vec)

@@ -25,6 +25,7 @@ def test_the_same_rows_as_sorting_every_score(seed):
     scores[hit] = rng.choice(rng.random(int(rng.integers(1, 20))).astype(np.float32) * 10, int(hit.sum()))
     for want in (1, 5, 40, 120, n + 5):
         assert np.array_equal(top_scored(scores, want), reference(scores, want)), (seed, want)
+        assert np.array_equal(top_scored(scores, want, float(scores.max())), reference(scores, want))
 
 
 def test_one_dominant_row_still_yields_the_rest():
