@@ -28,7 +28,7 @@ from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_sign
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
-from engram.text.dates import may_name_time, parser_loaded
+from engram.text.dates import is_time_expression, parser_loaded
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
@@ -146,7 +146,7 @@ def search_memory(
         decay_rate=settings.decay_rate,
     )
     windows_soon = None
-    if method != "lexical" and not parser_loaded() and may_name_time(query):
+    if method != "lexical" and not parser_loaded() and is_time_expression(query):
         windows_soon = _FIRST_DATES.submit(query_windows, query, filters.at)
     windows = query_windows(query, filters.at) if windows_soon is None else []
     qvec = None

@@ -48,12 +48,9 @@ def parser_loaded() -> bool:
     return _search.cache_info().currsize > 0
 
 
-def may_name_time(text: str) -> bool:
-    """Whether the text has a time anchor, so time_mentions would run dateparser on it."""
-    return _is_time_expression(text)
-
-
-def _is_time_expression(span: str) -> bool:
+def is_time_expression(span: str) -> bool:
+    """Whether a text has a time anchor (a relative word, a weekday, a calendar date): the spans
+    time_mentions keeps, and the sentences it runs dateparser on."""
     if _ANCHOR.search(span) or CALENDAR.search(span):
         return True
     return False  # "7 years" is how long, not when; "may" alone is a verb
@@ -61,7 +58,7 @@ def _is_time_expression(span: str) -> bool:
 
 def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
     """Time expressions of a sentence, resolved against `said_at` (a naive UTC datetime)."""
-    if not _is_time_expression(sentence):
+    if not is_time_expression(sentence):
         return []  # no span of it could be kept: dateparser (milliseconds a sentence) need not run
     settings = {"RELATIVE_BASE": said_at, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
     try:
@@ -71,7 +68,7 @@ def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
     out = []
     for span, moment in found:
         span = _EDGE_WORDS.sub("", span.strip(" ,.;:!?")).strip()
-        if span and _is_time_expression(span):
+        if span and is_time_expression(span):
             out.append(TimeMention(span, moment, relative=not CALENDAR.search(span)))
     return out
 
