@@ -18,7 +18,7 @@ import numpy as np
 from bench import metrics
 from bench.quality_data import Pair, load_msrp, load_sick
 from bench.quality_embed import CachedEmbedder, pair_cosines
-from engram.consolidate.pair_rules import same_statement
+from engram.consolidate.merge_screen import same_statements
 from engram.text.normalize import content_hash
 
 THRESHOLDS = np.round(np.arange(0.50, 0.991, 0.01), 2)
@@ -39,8 +39,8 @@ def pair_features(embedder: CachedEmbedder, pairs: list[Pair]) -> dict[str, np.n
         "cos": cos,
         "jaccard": np.array([jaccard(x, y) for x, y in zip(a, b, strict=True)]),
         # same_statement(a, b, cos, t) == (cos > t) & agree: the rule but its cosine floor, so every sweep
-        # below measures what the merge stage applies
-        "agree": np.array([same_statement(x, y, float(c), -1.0) for x, y, c in zip(a, b, cos, strict=True)], dtype=bool),
+        # below measures what the merge stage applies (same_statements: the stage's batch form of it)
+        "agree": np.array(same_statements([(x, y, float(c), -1.0) for x, y, c in zip(a, b, cos, strict=True)]), dtype=bool),
         "same_hash": np.array([content_hash(x) == content_hash(y) for x, y in zip(a, b, strict=True)]),
         "label": np.array([p.label for p in pairs]),
         "relatedness": np.array([p.relatedness if p.relatedness is not None else np.nan for p in pairs]),

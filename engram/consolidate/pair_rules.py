@@ -101,9 +101,12 @@ PARTICLES = {"on", "off", "in", "out", "into", "onto", "up", "down", "over", "un
 def _statement(text: str) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
     """A statement without its speaker prefix, its candidate content words (word, stem), its numbers."""
     t = _SPEAKER.sub("", text, count=1)
-    candidates = tuple((w, stem(w)) for w in word_tuple(t)
-                       if w not in STOPWORDS and w not in NEGATIONS and not w.endswith("n't") and not w[0].isdigit())
-    return t, candidates, frozenset(_NUMBER.findall(t))
+    return t, tuple((w, stem(w)) for w in word_tuple(t) if content_word(w)), frozenset(_NUMBER.findall(t))
+
+
+def content_word(word: str) -> bool:
+    """Whether a word token can be a content word: no function word, negation or number."""
+    return word not in STOPWORDS and word not in NEGATIONS and not word.endswith("n't") and not word[0].isdigit()
 
 
 # A pair is read by the rules one after another (merge features, then changed_detail), not across a

@@ -23,11 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 # Fewer pairs than this run in the calling process: starting a worker (~0.2 s: interpreter, imports, the
 # batch pickled both ways) costs about what 2,000 pairs take, and a worker should save more than it costs.
@@ -46,9 +44,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _run(rule: Callable[..., T], args: Sequence[tuple[Any, ...]]) -> list[T]:
+def _run(rule: Callable[..., Any], args: Sequence[tuple[Any, ...]], batched: bool = False) -> list[Any]:
     with gc_paused():
-        return [rule(*a) for a in args]
+        if not batched:
+            return [rule(*a) for a in args]
+        out = list(rule(args))
+    if len(out) != len(args):
+        raise RuntimeError(f"rule returned {len(out)} answers for {len(args)} pairs")
+    return out
 
 
 def workers_for(setting: int) -> int:
@@ -68,11 +71,11 @@ def _rule_name(rule: Callable[..., Any]) -> tuple[str, str]:
     return module, name
 
 
-def _in_worker(rule: Callable[..., T], batch: Sequence[tuple[Any, ...]]) -> list[T]:
+def _in_worker(rule: Callable[..., Any], batch: Sequence[tuple[Any, ...]], batched: bool) -> list[Any]:
     """One batch in a fresh interpreter; the engram package is put on its path as this process found it."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    payload = pickle.dumps((_rule_name(rule), list(batch)), protocol=pickle.HIGHEST_PROTOCOL)
+    payload = pickle.dumps((_rule_name(rule), batched, list(batch)), protocol=pickle.HIGHEST_PROTOCOL)
     done = subprocess.run([sys.executable, "-m", __name__], input=payload, capture_output=True, env=env, check=False)
     if done.returncode != 0:
         # its stderr may quote the texts it was reading: debug logging only
@@ -84,28 +87,32 @@ def _in_worker(rule: Callable[..., T], batch: Sequence[tuple[Any, ...]]) -> list
     return out
 
 
-def apply(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int = 0) -> list[T]:
+def apply(rule: Callable[..., Any], args: Sequence[tuple[Any, ...]], workers: int = 0, *,
+          batched: bool = False) -> list[Any]:
     """[rule(*a) for a in args], in order; spread over `workers` processes (0 = one per CPU) when there
     are at least PARALLEL_MIN_PAIRS. `rule` must be a module-level function (workers import it by name).
-    A worker that fails is reported and its batch runs here instead."""
-    return start(rule, args, workers)()
+    With `batched`, rule takes a list of argument tuples and returns their answers in order (one call
+    per batch, for rules that read many pairs at once). A worker that fails is reported and its batch
+    runs here instead."""
+    return start(rule, args, workers, batched=batched)()
 
 
-def start(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int = 0) -> Callable[[], list[T]]:
+def start(rule: Callable[..., Any], args: Sequence[tuple[Any, ...]], workers: int = 0, *,
+          batched: bool = False) -> Callable[[], list[Any]]:
     """apply(), begun: the workers run while the caller goes on; the returned function waits for and
     returns the answers (call it once, also when the caller fails meanwhile). Below PARALLEL_MIN_PAIRS
     the answers are computed here, now."""
     n = min(workers_for(workers), max(2 * len(args) // PARALLEL_MIN_PAIRS, 1))  # each worker >= half the minimum
     if n < 2 or len(args) < PARALLEL_MIN_PAIRS:
-        done = _run(rule, args)
+        done = _run(rule, args, batched)
         return lambda: done
     _rule_name(rule)  # refused here, not in a worker thread
     size = -(-len(args) // n)
     batches = [args[i:i + size] for i in range(0, len(args), size)]
     pool = ThreadPoolExecutor(len(batches))
-    futures = [pool.submit(_in_worker, rule, b) for b in batches]
+    futures = [pool.submit(_in_worker, rule, b, batched) for b in batches]
 
-    def gather() -> list[T]:
+    def gather() -> list[Any]:
         parts = []
         try:
             for batch, future in zip(batches, futures, strict=True):
@@ -113,7 +120,7 @@ def start(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int 
                     parts.append(future.result())
                 except (OSError, RuntimeError, pickle.UnpicklingError, EOFError) as exc:
                     log.warning("a pair rule worker failed (%s); running its %d pairs in this process", exc, len(batch))
-                    parts.append(_run(rule, batch))
+                    parts.append(_run(rule, batch, batched))
         finally:
             pool.shutdown(wait=True)
         return [x for part in parts for x in part]
@@ -122,9 +129,9 @@ def start(rule: Callable[..., T], args: Sequence[tuple[Any, ...]], workers: int 
 
 
 def _worker_main() -> None:
-    (module, name), batch = pickle.load(sys.stdin.buffer)
+    (module, name), batched, batch = pickle.load(sys.stdin.buffer)
     rule = getattr(importlib.import_module(module), name)
-    sys.stdout.buffer.write(pickle.dumps(_run(rule, batch), protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.write(pickle.dumps(_run(rule, batch, batched), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate import fact_keys, pair_rules, rule_pool
+from engram.consolidate import fact_keys, merge_screen, pair_rules, rule_pool
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.fact_keys import statement_key
 from engram.consolidate.merge_plan import (
@@ -583,8 +583,8 @@ def merge(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             pl.col("conflict").is_not_null()).iter_rows(named=True)} | contradicted
         candidates = [(a, b, c) for a, b, c in similar.select("fact_a", "fact_b", "similarity").iter_rows()
                       if frozenset((a, b)) not in conflicting]
-        same = rule_pool.apply(pair_rules.same_statement, [
-            (texts[a], texts[b], c, s.merge_threshold) for a, b, c in candidates], s.rule_workers)
+        same = rule_pool.apply(merge_screen.same_statements, [
+            (texts[a], texts[b], c, s.merge_threshold) for a, b, c in candidates], s.rule_workers, batched=True)
         agree = [(a, b) for (a, b, _), ok in zip(candidates, same, strict=True) if ok]
         comps = components(agree)
         infos: dict[str, FactInfo] = {}

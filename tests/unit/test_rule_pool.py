@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from engram.consolidate import pair_rules, rule_pool
+from engram.consolidate import merge_screen, pair_rules, rule_pool
 from engram.text.sentences import valence_conflict
 
 TEXTS = [
@@ -34,6 +34,18 @@ def test_workers_answer_as_the_calling_process_does(small_batches: None) -> None
     assert {"negation", "antonym", "different value", "cessation"} & set(why)
     assert rule_pool.apply(valence_conflict, [(a, b) for a, b, _ in PAIRS], workers=2) == [
         valence_conflict(a, b) for a, b, _ in PAIRS]
+
+
+def test_a_batched_rule_answers_as_the_calling_process_does(small_batches: None) -> None:
+    args = [(a, b, c, 0.7) for a, b, c in PAIRS]
+    here = [pair_rules.same_statement(*x) for x in args]
+    assert rule_pool.apply(merge_screen.same_statements, args, workers=2, batched=True) == here
+    assert rule_pool.apply(merge_screen.same_statements, args[:5], workers=2, batched=True) == here[:5]
+
+
+def test_a_batched_rule_must_answer_every_pair() -> None:
+    with pytest.raises(RuntimeError, match="3 answers for 2 pairs"):
+        rule_pool.apply(lambda batch: [1, 2, 3], [(1,), (2,)], batched=True)
 
 
 def test_a_failed_worker_runs_its_batch_here(small_batches: None, monkeypatch: pytest.MonkeyPatch,
