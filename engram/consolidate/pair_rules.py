@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 
@@ -19,8 +20,10 @@ from engram.text.sentences import (
     NEGATIONS,
     STOPWORDS,
     _negations,
+    may_conflict,
     names,
     valence_conflict,
+    valence_signature,
     word_tuple,
     words,
 )
@@ -378,3 +381,22 @@ def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | Non
     if cosine > min_cosine or view(a, b).jaccard >= CONTRADICTION_MIN_SHARED:
         return why
     return None
+
+
+def contradictions(pairs: Sequence[tuple[str, str, float, float]]) -> list[str | None]:
+    """[contradiction(a, b, cosine, min_cosine) for each pair], each text read once: a pair goes through
+    the rule only when its statements' valence signatures may conflict or one of them says something
+    ended (the only ways the rule names a reason)."""
+    signature: dict[str, tuple[int, bool, bool, bool]] = {}
+    out: list[str | None] = []
+    for a, b, cosine, min_cosine in pairs:
+        if cosine <= min(min_cosine, CONTRADICTION_MIN_COSINE):
+            out.append(None)
+            continue
+        if (sa := signature.get(a)) is None:
+            sa = signature[a] = valence_signature(a)
+        if (sb := signature.get(b)) is None:
+            sb = signature[b] = valence_signature(b)
+        possible = may_conflict(sa, sb) or _ends(a) != _ends(b)
+        out.append(contradiction(a, b, cosine, min_cosine) if possible else None)
+    return out

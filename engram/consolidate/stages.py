@@ -39,7 +39,7 @@ from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
 from engram.text.atomic import answered_question, atomic_statements
 from engram.text.normalize import content_hash, stable_id
-from engram.text.sentences import best_sentence, claim_type, valence_conflict
+from engram.text.sentences import best_sentence, claim_type, valence_conflicts
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             # similar but of opposite valence is evidence against, not for; the rule's workers run while
             # the new facts' pairs are searched below
             support_conflicts = rule_pool.start(
-                valence_conflict, [(best[e], texts[id_of[f]]) for e, f, _ in supports], s.rule_workers)
+                valence_conflicts, [(best[e], texts[id_of[f]]) for e, f, _ in supports], s.rule_workers, batched=True)
         else:
             supports, support_conflicts = [], lambda: []
         # One similarity search of this run's new facts vs all active facts serves contradiction and
@@ -471,8 +471,9 @@ def _fact_pairs(
     with db.open_store(ctx.settings) as con:
         texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
     ordered = sorted(found.items())
-    why = rule_pool.apply(pair_rules.contradiction, [
-        (texts[a], texts[b], c, ctx.settings.contradiction_threshold) for (a, b), c in ordered], ctx.settings.rule_workers)
+    why = rule_pool.apply(pair_rules.contradictions, [
+        (texts[a], texts[b], c, ctx.settings.contradiction_threshold) for (a, b), c in ordered],
+        ctx.settings.rule_workers, batched=True)
     rows_out = [(a, b, c, w) for ((a, b), c), w in zip(ordered, why, strict=True)]
     return pl.DataFrame([r for r in rows_out if r[2] > threshold or r[3] is not None],
                         schema=PAIR_SCHEMA, orient="row")

@@ -169,7 +169,8 @@ def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatc
     monkeypatch.setattr(rule_pool, "PARALLEL_MIN_PAIRS", 2)
     batches: list[int] = []
     in_worker = rule_pool._in_worker
-    monkeypatch.setattr(rule_pool, "_in_worker", lambda rule, batch: batches.append(len(batch)) or in_worker(rule, batch))
+    monkeypatch.setattr(rule_pool, "_in_worker",
+                        lambda rule, batch, batched: batches.append(len(batch)) or in_worker(rule, batch, batched))
     settings = settings.model_copy(update={"rule_workers": 2})
     seed(settings)
     counts = run_all(settings, "run-a")
