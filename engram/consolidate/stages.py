@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from engram.arrays import unique_sorted
 from engram.consolidate import fact_keys, merge_screen, pair_rules, rule_pool
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.fact_keys import statement_key
@@ -445,7 +446,7 @@ PAIR_SCHEMA = {"fact_a": pl.String, "fact_b": pl.String, "similarity": pl.Float6
 
 def _ids_of_rows(facts: pl.DataFrame, rows: np.ndarray) -> dict[int, str]:
     """{frame row: fact id} of the given rows (each read once)."""
-    distinct = np.unique(rows)
+    distinct = unique_sorted(rows)
     return dict(zip(distinct.tolist(), facts["id"].gather(distinct).to_list(), strict=True))
 
 

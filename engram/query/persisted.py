@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engram.arrays import unique_sorted
 from engram.errors import StoreError
 from engram.query.ann_graph import ROWS_FILE, GraphParams, vector_rows, write_graph
 from engram.query.lexical import tokenize
@@ -314,7 +315,7 @@ def check_sample(rowids: np.ndarray, ids: np.ndarray) -> list[list[Any]]:
     """(rowid, id) of up to CHECK_ROWS rows spread over the generation, first and last included."""
     if len(rowids) == 0:
         return []
-    at = np.unique(np.linspace(0, len(rowids) - 1, min(CHECK_ROWS, len(rowids))).astype(np.int64))
+    at = unique_sorted(np.linspace(0, len(rowids) - 1, min(CHECK_ROWS, len(rowids))).astype(np.int64))
     return [[int(rowids[i]), str(ids[i])] for i in at]
 
 

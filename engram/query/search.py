@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from engram.arrays import unique_sorted
 from engram.errors import InvalidInput
 from engram.query import candidates
 from engram.query.common import (
@@ -307,7 +308,7 @@ def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windo
     ids = [r[0] for w in windows for r in db.rows(con, WINDOW_SQL[index.table], user_id=user_id, start=w.start,
                                                    end=w.end, cap=WINDOW_CAP)]
     pos = index.positions(ids)
-    return np.unique(pos[pos >= 0])
+    return unique_sorted(pos[pos >= 0])
 
 
 def _candidate_rows(

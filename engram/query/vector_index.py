@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engram.arrays import unique_sorted
 from engram.query.lexical import BM25, tokenize
 from engram.store import db
 
@@ -170,7 +171,7 @@ def smoothed_top(
     if any(context):
         full = np.zeros(len(prev), dtype=np.float32)
         full[rows] = sims
-        nb = np.unique(np.concatenate([prev[rows], nxt[rows]]))
+        nb = unique_sorted(np.concatenate([prev[rows], nxt[rows]]))
         nb = nb[(nb >= 0)]
         missing = nb[full[nb] == 0]
         if len(missing):
