@@ -120,7 +120,8 @@ def _carry_over(previous: Path | None, params: GraphParams, matrix: np.ndarray, 
         if rows.size:
             same[rows] = np.all(np.asarray(old_vectors[cand[rows]]) == matrix[rows], axis=1)
     keys = np.where(same, key_of_old[cand], -1)
-    gone = np.setdiff1d(live, keys[keys >= 0])
+    # live is sorted and distinct (flatnonzero): np.setdiff1d's answer without its np.unique (~1.3 s at 1M here)
+    gone = live[~np.isin(live, keys[keys >= 0])]
     removed = int(manifest.get("ann_removed", 0)) + int(gone.size)
     if removed > REBUILD_REMOVED * max(len(matrix), 1):
         return None
