@@ -347,9 +347,16 @@ _CESSATION = re.compile(
 CESSATION_MIN_SHARED = 2  # content words the ended habit shares with the earlier statement
 
 
+# The same pattern without re.I, for ASCII text lowered first: the same answer at half the time (re.I
+# compares every character case-folded). Non-ASCII text keeps re.I, whose folding differs from lower().
+_CESSATION_LOWER = re.compile(_CESSATION.pattern)
+
+
 @lru_cache(maxsize=1 << 16)
 def _ends(text: str) -> bool:
-    return bool(_CESSATION.search(text))
+    if text.isascii():
+        return _CESSATION_LOWER.search(text.lower()) is not None
+    return _CESSATION.search(text) is not None
 
 
 def cessation(a: str, b: str) -> bool:

@@ -63,3 +63,10 @@ def test_any_text_answers_as_per_pair(pairs: list[tuple[str, str, float]]) -> No
     assert valence_conflicts([(a, b) for a, b, _ in pairs]) == [valence_conflict(a, b) for a, b, _ in pairs]
     assert pair_rules.contradictions([(a, b, c, 0.7) for a, b, c in pairs]) == [
         pair_rules.contradiction(a, b, c, 0.7) for a, b, c in pairs]
+
+
+def test_cessation_reads_any_case() -> None:
+    ends = pair_rules._ends.__wrapped__
+    assert ends("I STOPPED drinking coffee") and ends("She No Longer lives here") and ends("Zoë gave up smoking")
+    assert not ends("I drink coffee every morning") and not ends("Zoë drinks coffee")
+    assert ends("ſtopped") == bool(pair_rules._CESSATION.search("ſtopped"))  # re.I's folding, kept for non-ASCII
