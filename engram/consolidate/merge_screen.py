@@ -12,7 +12,6 @@ counts, the same operations in the same order; a test compares them), so the dec
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from engram.consolidate.pair_rules import (
     _LOGIT_CUT,
     MERGE_COEF,
     MERGE_INTERCEPT,
+    char_text,
     content_word,
     same_statement,
     stem,
@@ -32,7 +32,6 @@ from engram.text.sentences import _NUMBER, _SPEAKER, names, word_tuple
 # A pair this close to the cut goes to the per-pair rule even when its score here is below it: the
 # scores are meant to be equal, and this keeps a rounding difference from changing a decision.
 _SCREEN_MARGIN = 1e-6
-_SPACES = re.compile(r"\s+")  # as pair_rules._chars normalises a text
 _LEADING = len(MERGE_COEF) - 2  # the features before added_clause's two (which only lower the score)
 
 
@@ -184,7 +183,7 @@ def _ngram_keys(symbols: np.ndarray, pos: np.ndarray, n: int, base: int) -> np.n
 
 def _char_sets(texts: Sequence[str]) -> sparse.csr_matrix:
     """Each text's set of character 4-grams, as pair_rules._chars reads them."""
-    normal = [_SPACES.sub(" ", t.lower()) for t in texts]
+    normal = [char_text(t) for t in texts]
     codes = np.frombuffer("".join(normal).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     present = np.bincount(codes) > 0 if len(codes) else np.zeros(1, bool)
     alphabet = np.cumsum(present) - 1  # a code point's rank among those present: dense symbols

@@ -134,9 +134,14 @@ def _jaccard(x: set | frozenset, y: set | frozenset) -> float:
 _SPACES = re.compile(r"\s+")
 
 
+def char_text(text: str) -> str:
+    """A statement as its character 4-grams read it: lowercased, each run of whitespace one space."""
+    return _SPACES.sub(" ", text.lower())
+
+
 def _chars(text: str) -> set[tuple[str, ...]]:
     """Character 4-grams (as tuples of characters: the same sets as slices, ~25% faster to build)."""
-    s = _SPACES.sub(" ", text.lower())
+    s = char_text(text)
     return set(zip(s, s[1:], s[2:], s[3:], strict=False))
 
 

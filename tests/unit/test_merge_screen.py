@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,17 @@ def test_pairs_below_the_cosine_floor_are_not_read() -> None:
 def test_any_text_scores_as_per_pair(pairs: list[tuple[str, str, float]]) -> None:
     for p, s in zip(pairs, merge_screen.leading_scores(pairs), strict=True):
         assert s is None or s == _per_pair(*p)
+
+
+def test_ngram_sets_of_a_large_alphabet_are_renumbered_to_the_same_sets() -> None:
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 12, 300)
+    symbols = rng.integers(0, 40, int(lengths.sum()))
+    left, right = rng.integers(0, 300, 500), rng.integers(0, 300, 500)
+    small = merge_screen._ngram_sets(symbols, lengths, 3, 40)
+    # a base whose cube passes 2**63 takes the renumbering branches (n-grams and keys)
+    large = merge_screen._ngram_sets(symbols, lengths, 3, 1 << 22)
+    for got, want in zip(merge_screen._overlap(large, left, right), merge_screen._overlap(small, left, right),
+                         strict=True):
+        assert np.array_equal(got, want)
+    assert small.nnz == large.nnz > 0
