@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
@@ -19,11 +19,12 @@ from engram.text.sentences import (
     _SPEAKER,
     NEGATIONS,
     STOPWORDS,
+    Signature,
     _negations,
     may_conflict,
     names,
+    signature_in,
     valence_conflict,
-    valence_signature,
     word_tuple,
     words,
 )
@@ -399,16 +400,12 @@ def contradictions(pairs: Sequence[tuple[str, str, float, float]]) -> list[str |
     """[contradiction(a, b, cosine, min_cosine) for each pair], each text read once: a pair goes through
     the rule only when its statements' valence signatures may conflict or one of them says something
     ended (the only ways the rule names a reason)."""
-    signature: dict[str, tuple[int, bool, bool, bool]] = {}
+    signatures: dict[str, Signature] = {}
     out: list[str | None] = []
     for a, b, cosine, min_cosine in pairs:
         if cosine <= min(min_cosine, CONTRADICTION_MIN_COSINE):
             out.append(None)
             continue
-        if (sa := signature.get(a)) is None:
-            sa = signature[a] = valence_signature(a)
-        if (sb := signature.get(b)) is None:
-            sb = signature[b] = valence_signature(b)
-        possible = may_conflict(sa, sb) or _ends(a) != _ends(b)
+        possible = may_conflict(signature_in(signatures, a), signature_in(signatures, b)) or _ends(a) != _ends(b)
         out.append(contradiction(a, b, cosine, min_cosine) if possible else None)
     return out

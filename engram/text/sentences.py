@@ -230,15 +230,23 @@ def may_differ_in_value(a: str, b: str) -> bool:
 
 
 _ANTONYM_WORDS = frozenset(_ANTONYM_OF)
+Signature = tuple[int, bool, bool, bool]  # negation count, antonym-pair word, number, name
 
 
-def valence_signature(text: str) -> tuple[int, bool, bool, bool]:
+def valence_signature(text: str) -> Signature:
     """What valence_conflict needs of one statement before it can name a conflict: its negation count,
     whether it has a word of an antonym pair, a number, a name (see may_conflict)."""
     return _negations(text), not _ANTONYM_WORDS.isdisjoint(word_tuple(text)), *_values(text)
 
 
-def may_conflict(a: tuple[int, bool, bool, bool], b: tuple[int, bool, bool, bool]) -> bool:
+def signature_in(cache: dict[str, Signature], text: str) -> Signature:
+    """valence_signature(text), read once per cache (a batch of pairs shares one)."""
+    if (sig := cache.get(text)) is None:
+        sig = cache[text] = valence_signature(text)
+    return sig
+
+
+def may_conflict(a: Signature, b: Signature) -> bool:
     """False when valence_conflict cannot name a conflict between statements of these signatures: a
     negation needs other negation counts, an antonym a word of an antonym pair on each side, a different
     value numbers or names on both sides."""
@@ -247,15 +255,9 @@ def may_conflict(a: tuple[int, bool, bool, bool], b: tuple[int, bool, bool, bool
 
 def valence_conflicts(pairs: Sequence[tuple[str, str]]) -> list[str | None]:
     """[valence_conflict(a, b) for a, b in pairs], each text read once, most pairs without the rule."""
-    signature: dict[str, tuple[int, bool, bool, bool]] = {}
-    out: list[str | None] = []
-    for a, b in pairs:
-        if (sa := signature.get(a)) is None:
-            sa = signature[a] = valence_signature(a)
-        if (sb := signature.get(b)) is None:
-            sb = signature[b] = valence_signature(b)
-        out.append(valence_conflict(a, b) if may_conflict(sa, sb) else None)
-    return out
+    signatures: dict[str, Signature] = {}
+    return [valence_conflict(a, b) if may_conflict(signature_in(signatures, a), signature_in(signatures, b))
+            else None for a, b in pairs]
 
 
 def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
