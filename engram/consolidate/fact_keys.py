@@ -10,6 +10,7 @@ names the rule: after a change to it, the next night re-keys every active fact (
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -18,13 +19,18 @@ from engram.store import db
 from engram.text.sentences import words
 
 KEYS_VERSION = 1
+# extract keys each new statement, and the confidence stage keys the same texts again to store them on the
+# new facts (refresh): the second time is a lookup
+_KEY_CACHE = 1 << 16
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def statement_key(text: str) -> str:
     """Two statements with the same words (case and punctuation aside) state the same thing."""
     return " ".join(words(text))
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def frame_key(text: str) -> str:
     """The frame a newer value of this statement would share with it; '' when it cannot be updated."""
     framed = update_frame(text)

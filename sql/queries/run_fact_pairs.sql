@@ -5,6 +5,7 @@ select
     p.fact_b,
     p.similarity,
     p.conflict,
+    p.same_statement,
     effective_confidence(a.confidence, a.confidence_at, $as_of, $rate) as confidence_a,
     effective_confidence(b.confidence, b.confidence_at, $as_of, $rate) as confidence_b,
     a.category as category_a,

@@ -179,3 +179,26 @@ def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatc
     with db.open_store(settings) as con:
         assert_expected_facts(con)
         assert [r[0] for r in con.execute("select kind from llm_reviews").fetchall()] == ["contradiction"]
+
+
+@pytest.mark.parametrize(("stored", "merges"), [("kept", 1), ("null", 1), ("false", 0)])
+def test_merge_stage_reads_the_verdicts_the_confidence_stage_stored(settings, stored: str, merges: int) -> None:
+    from engram.consolidate.pair_rules import same_statement
+
+    seed(settings)
+    ctx = consolidate.StageContext(settings, USER, "run-a", AS_OF)
+    emb = from_settings(settings)
+    for stage in (consolidate.embed_pending, consolidate.extract, consolidate.confidence):
+        stage(ctx, emb)
+    with db.open_store(settings) as con:
+        rows = con.execute("""select a.text, b.text, p.similarity, p.conflict, p.same_statement from run_fact_pairs p
+                              join facts a on a.id = p.fact_a join facts b on b.id = p.fact_b
+                              where p.user_id = $u""", {"u": USER}).fetchall()
+        judged = [r for r in rows if r[2] > settings.merge_threshold and r[3] is None]
+        assert judged and any(r[4] for r in judged)  # the scenario's near-duplicate
+        for a, b, sim, _, same in judged:
+            assert same is same_statement(a, b, sim, settings.merge_threshold)
+        assert all(r[4] is None for r in rows if r not in judged)
+        if stored != "kept":  # a pair not judged is judged by the merge stage; a stored verdict is taken
+            con.execute("update run_fact_pairs set same_statement = $v", {"v": None if stored == "null" else False})
+    assert consolidate.merge(ctx, emb)["merges"] == merges
