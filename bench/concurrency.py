@@ -11,9 +11,11 @@ batches of 10 episodes, both for the whole run; the report gives their wait per 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=10_000)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="engram-conc-"))
+    atexit.register(shutil.rmtree, workdir, True)  # the stores are removed when the run ends
     path = workdir / "conc.duckdb"
     as_of = datetime(2026, 11, 22, 3, 0)
     build_store(path, args.facts, args.new, as_of, np.random.default_rng(0))

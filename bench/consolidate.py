@@ -16,6 +16,7 @@ vectors (--vectors synthetic). Texts are synthetic either way.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -314,6 +315,21 @@ def write_report(results: list[dict], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def run_sizes(args: argparse.Namespace, workdir: Path) -> list[dict]:
+    """run_size for each of --sizes in `workdir`, each result printed as it comes."""
+    results = []
+    for n in args.sizes:
+        r = run_size(n, args.new, args.allpairs_max, workdir, search_index=not args.exact, vectors=args.vectors)
+        print(f"{n:>9,} facts: " + ", ".join(f"{k} {v:.1f}s" for k, v in r["times"].items())
+              + f", total {r['total_s']:.1f}s, matmul floor {r['matmul_s']:.1f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
+              + f" ({r['peak_rss_with_workers_mb']:.0f} MB with the rule workers)"
+              + f", publish before the night {r['publish_s']:.1f}s, after {r['publish_after_s']:.1f}s,"
+              + f" all-pairs {r['allpairs_s']:.1f}s,"
+              + f" build {r['build_s']:.0f}s", flush=True)
+        results.append(r)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -331,17 +347,10 @@ def main() -> None:
     if args.night:
         print(json.dumps(night(Path(args.night[0]), int(args.night[1]), not args.exact), default=str))
         return
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="engram-bench-"))
-    results = []
-    for n in args.sizes:
-        r = run_size(n, args.new, args.allpairs_max, workdir, search_index=not args.exact, vectors=args.vectors)
-        print(f"{n:>9,} facts: " + ", ".join(f"{k} {v:.1f}s" for k, v in r["times"].items())
-              + f", total {r['total_s']:.1f}s, matmul floor {r['matmul_s']:.1f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
-              + f" ({r['peak_rss_with_workers_mb']:.0f} MB with the rule workers)"
-              + f", publish before the night {r['publish_s']:.1f}s, after {r['publish_after_s']:.1f}s,"
-              + f" all-pairs {r['allpairs_s']:.1f}s,"
-              + f" build {r['build_s']:.0f}s", flush=True)
-        results.append(r)
+    # a store of 1M facts and its index take ~3 GB: a workdir made here is removed when the run ends
+    with contextlib.ExitStack() as stack:
+        workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="engram-bench-")))
+        results = run_sizes(args, workdir)
     if args.json:
         args.json.write_text(json.dumps({str(r["facts"]): {
             "total_s": r["total_s"], "matmul_floor_s": r["matmul_s"], "peak_rss_mb": r["peak_rss_mb"],

@@ -8,10 +8,12 @@ the per-tenant cost without Prefect, and a projection of the machines needed for
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -123,6 +125,7 @@ def run(n_tenants: int, shards: int, workers: int) -> dict[str, Any]:
     from tests.sharding_seed import AS_OF
 
     work = Path(tempfile.mkdtemp(prefix="engram-scale-out-"))
+    atexit.register(shutil.rmtree, work, True)  # the stores are removed when the run ends
     res: dict[str, Any] = {"tenants": n_tenants, "shards": shards, "workers": workers,
                            "load_before": os.getloadavg()[0]}
     res["episodes"] = _seed(work / "single" / "engram.duckdb", 1, n_tenants)

@@ -399,8 +399,6 @@ class Generation:
         self.watermark = datetime.fromisoformat(manifest["watermark"]) if manifest["watermark"] else None
         self.ann = None
         self.ann_rows = np.zeros(0, np.int64)  # graph key -> vector row (engram.query.ann_graph)
-        self._graphs: dict[int, Any] = {}  # expansion -> a view of the graph of its own (graph())
-        self._graphs_lock = threading.Lock()
         if manifest["ann"]:
             from usearch.index import Index
 
@@ -418,21 +416,18 @@ class Generation:
         self.postings = Postings(self.arrays)
 
     def graph(self, expansion: int) -> Any:
-        """A view of the ANN graph searched at `expansion`, or None when the generation has no graph. One
-        view per expansion, kept: the query search's is not changed under it, and making a view reads
-        every node's offset (~0.4 s at 1M; a night asks twice)."""
+        """A view of the ANN graph of its own searched at `expansion` (the shared one keeps the query
+        search's), or None when the generation has no graph. Not kept by the generation: a night's two
+        searches would save ~0.4 s of making it again, but its pages would stay resident (~230 MB at 1M)."""
         if self.ann is None:
             return None
-        with self._graphs_lock:
-            if expansion not in self._graphs:
-                from usearch.index import Index
+        from usearch.index import Index
 
-                view = Index.restore(str(self.path / "ann.usearch"), view=True)
-                if view is None or len(view) != len(self.ann):
-                    raise IndexUnusable(f"{self.manifest['table']} index: torn (ANN graph changed under a reader)")
-                view.expansion_search = expansion
-                self._graphs[expansion] = view
-            return self._graphs[expansion]
+        view = Index.restore(str(self.path / "ann.usearch"), view=True)
+        if view is None or len(view) != len(self.ann):
+            raise IndexUnusable(f"{self.manifest['table']} index: torn (ANN graph changed under a reader)")
+        view.expansion_search = expansion
+        return view
 
     def positions_of(self, ids: Sequence[str]) -> np.ndarray:
         """Base positions of the given ids (-1 where absent)."""
