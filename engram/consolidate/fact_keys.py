@@ -3,6 +3,9 @@
 `statement_key`: the statement's words; two facts with one key state the same thing (extract skips a
 statement an active fact already makes). `frame_key`: the frame of a statement that can be updated
 (engram.consolidate.updates), '' when it has none; a new fact supersedes only facts of its frame.
+`valence_code` (pair_rules.valence_code): what the contradiction rules need of the text before they can
+name a reason; a night screens its similar pairs by two codes (may_conflict, may_contradict) and reads the
+texts of the few that pass.
 Both are pure functions of the text, which never changes, so each fact is keyed once. KEYS_VERSION
 names the rule: after a change to it, the next night re-keys every active fact (one full pass).
 """
@@ -12,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
+import numpy as np
 import pyarrow as pa
 
+from engram.consolidate.pair_rules import valence_code
 from engram.consolidate.updates import update_frame
 from engram.store import db
 from engram.text.sentences import words
 
-KEYS_VERSION = 1
+KEYS_VERSION = 2  # 2: valence_code
 # extract keys each new statement, and the confidence stage keys the same texts again to store them on the
 # new facts (refresh): the second time is a lookup
 _KEY_CACHE = 1 << 16
@@ -50,7 +55,8 @@ def refresh(con: db.Connection, user_id: str) -> int:
     ids, texts = [r[0] for r in rows], [r[1] for r in rows]
     keys = pa.table({"id": pa.array(ids, pa.string()),
                      "statement_key": pa.array([statement_key(t) for t in texts], pa.string()),
-                     "frame_key": pa.array([frame_key(t) for t in texts], pa.string())})
+                     "frame_key": pa.array([frame_key(t) for t in texts], pa.string()),
+                     "valence_code": pa.array([valence_code(t) for t in texts], pa.int32())})
     with db.transaction(con), db.registered(con, "incoming_fact_keys", keys):
         db.execute(con, "queries/store_fact_keys", user_id=user_id, version=KEYS_VERSION)
     return len(ids)
@@ -89,3 +95,16 @@ def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[st
         keyed = db.rows(con, "queries/facts_in_frames", user_id=user_id)
     extra = [r for r in pending if pending_frames[r[0]] in asked]
     return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])
+
+
+def may_conflict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise over two arrays of valence codes: False where sentences.valence_conflict cannot name a
+    conflict. A negation needs other negation counts, an antonym a word of an antonym pair on each side, a
+    different value numbers or names on both sides."""
+    return ((a >> 4) != (b >> 4)) | ((a & b & 0b1110) != 0)
+
+
+def may_contradict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: False where pair_rules.contradiction cannot name a reason (no valence conflict is
+    possible, and neither or both of the statements say that something ended)."""
+    return may_conflict(a, b) | (((a ^ b) & 1) != 0)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engram.consolidate.fact_keys import KEYS_VERSION
 from engram.consolidate.merge_plan import similar_pairs, top_per_row
 from engram.query.ann_graph import vector_rows
 from engram.query.persisted import HALF_VECTORS, PERSISTED, IndexNotPublished, IndexUnusable, PersistedTableIndex
@@ -149,7 +150,8 @@ def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim:
     if settings.search_index and settings.nightly_pair_index:
         try:
             index = PERSISTED.get(con, settings, "facts", user_id, model, dim)
-            arrow = db.query_arrow(con, "queries/tenant_fact_rows", user_id=user_id, model=model, dim=dim)
+            arrow = db.query_arrow(con, "queries/tenant_fact_rows", user_id=user_id, model=model, dim=dim,
+                                   keys_version=KEYS_VERSION)
             space = FactSpace.from_index(index, arrow["id"].to_pylist(), arrow["row_id"].to_numpy())
             return arrow.drop_columns(["row_id"]), space
         except IndexNotPublished as exc:
@@ -159,7 +161,8 @@ def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim:
                     "%s; pair search reads every fact vector (the next publish writes the index)", exc)
         except IndexUnusable as exc:
             log.warning("%s; pair search reads every fact vector (the next publish writes the index)", exc)
-    arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=user_id, model=model, dim=dim)
+    arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=user_id, model=model, dim=dim,
+                           keys_version=KEYS_VERSION)
     vecs = _vectors(arrow["embedding"], dim)
     return arrow.drop_columns(["embedding"]), FactSpace(n=arrow.num_rows, exact=vecs)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -19,12 +18,10 @@ from engram.text.sentences import (
     _SPEAKER,
     NEGATIONS,
     STOPWORDS,
-    Signature,
     _negations,
-    may_conflict,
     names,
-    signature_in,
     valence_conflict,
+    valence_signature,
     word_tuple,
     words,
 )
@@ -396,16 +393,9 @@ def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | Non
     return None
 
 
-def contradictions(pairs: Sequence[tuple[str, str, float, float]]) -> list[str | None]:
-    """[contradiction(a, b, cosine, min_cosine) for each pair], each text read once: a pair goes through
-    the rule only when its statements' valence signatures may conflict or one of them says something
-    ended (the only ways the rule names a reason)."""
-    signatures: dict[str, Signature] = {}
-    out: list[str | None] = []
-    for a, b, cosine, min_cosine in pairs:
-        if cosine <= min(min_cosine, CONTRADICTION_MIN_COSINE):
-            out.append(None)
-            continue
-        possible = may_conflict(signature_in(signatures, a), signature_in(signatures, b)) or _ends(a) != _ends(b)
-        out.append(contradiction(a, b, cosine, min_cosine) if possible else None)
-    return out
+def valence_code(text: str) -> int:
+    """What contradiction() and valence_conflict() need of one statement before they can name a reason,
+    as one integer kept with a fact's keys (engram.consolidate.fact_keys): negation count << 4 | a word
+    of an antonym pair << 3 | a number << 2 | a name << 1 | a marker that something ended."""
+    negations, antonym, number, name = valence_signature(text)
+    return negations << 4 | antonym << 3 | number << 2 | name << 1 | _ends(text)

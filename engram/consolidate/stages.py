@@ -39,7 +39,7 @@ from engram.store.crash import crash_point
 from engram.store.runs import completed_counts, record_stage
 from engram.text.atomic import answered_question, atomic_statements
 from engram.text.normalize import content_hash, stable_id
-from engram.text.sentences import best_sentence, claim_type, valence_conflicts
+from engram.text.sentences import best_sentence, claim_type, valence_conflict
 
 log = logging.getLogger(__name__)
 
@@ -313,9 +313,11 @@ def _llm_drafts(
 
 
 def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, FactSpace, np.ndarray]:
-    """Active facts of the tenant, their vectors (through the published index when there is one), and
-    their confidence decayed to as_of."""
+    """Active facts of the tenant (with each one's valence code: the facts are keyed first), their vectors
+    (through the published index when there is one), and their confidence decayed to as_of."""
     with db.open_store(ctx.settings) as con:
+        if not ctx.dry_run:
+            fact_keys.refresh(con, ctx.user_id)
         arrow, vecs = load_facts(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim)
     facts = pl.from_arrow(arrow)
     if facts.height == 0:
@@ -323,6 +325,19 @@ def _fact_matrix(ctx: StageContext, embedder: Embedder) -> tuple[pl.DataFrame, F
     as_of = np.datetime64(ctx.as_of.replace(tzinfo=None), "us")
     ages = (as_of - facts["confidence_at"].to_numpy().astype("datetime64[us]")) / np.timedelta64(1, "D")
     return facts, vecs, decayed_array(facts["confidence"].to_numpy(), ages, ctx.settings.decay_rate)
+
+
+def _valence_codes(ctx: StageContext, facts: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Valence codes (pair_rules.valence_code) of the facts at frame rows: as stored with their keys, or
+    coded here for a fact not keyed (a dry run keys nothing)."""
+    codes = facts["valence_code"].gather(rows)
+    if codes.null_count():
+        unknown = np.flatnonzero(codes.is_null().to_numpy())
+        ids = facts["id"].gather(rows[unknown]).to_list()
+        with db.open_store(ctx.settings) as con:
+            texts = _fact_texts(con, ctx.user_id, ids)
+        codes = codes.scatter(unknown, [pair_rules.valence_code(texts[fid]) for fid in ids])
+    return codes.to_numpy().astype(np.int64)
 
 
 def _fact_texts(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, str]:
@@ -346,7 +361,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
         counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
         # evidence: new episodes with cos >= threshold support a fact they did not produce
-        ei, fi, sim = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        ei, fi, sim, maybe = (np.zeros(0, np.int64),) * 2 + (np.zeros(0, np.float32), np.zeros(0, np.int64))
         support_conflicts: Callable[[], list[Any]] = list
         if eps.num_rows and facts.height:
             evecs = vectors_of(eps["embedding"], embedder.dim)
@@ -357,22 +372,29 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             own = np.fromiter(((ep_ids[e], id_of[f]) in links for e, f in zip(ei.tolist(), fi.tolist(), strict=True)),
                               bool, len(ei))
             ei, fi, sim = ei[~own], fi[~own], sim[~own]
-            with db.open_store(s) as con:
-                texts = _fact_texts(con, ctx.user_id, [id_of[f] for f in fi.tolist()])
+            # similar but of opposite valence is evidence against, not for. Each fact's valence code is kept
+            # with its keys and each episode's best sentence is coded here: only the pairs whose codes may
+            # conflict are read and go through the rule, in workers while the new facts' pairs are searched
             best = {e: best_sentence(ep_texts[e]) for e in set(ei.tolist())}  # once per episode
-            # similar but of opposite valence is evidence against, not for; the rule's workers run while
-            # the new facts' pairs are searched below
-            support_conflicts = rule_pool.start(valence_conflicts, [
-                (best[e], texts[id_of[f]]) for e, f in zip(ei.tolist(), fi.tolist(), strict=True)], s.rule_workers, batched=True)
+            ep_code = {e: pair_rules.valence_code(text) for e, text in best.items()}
+            maybe = np.flatnonzero(fact_keys.may_conflict(
+                np.array([ep_code[e] for e in ei.tolist()], np.int64), _valence_codes(ctx, facts, fi)))
+            with db.open_store(s) as con:
+                texts = _fact_texts(con, ctx.user_id, [id_of[f] for f in fi[maybe].tolist()])
+            support_conflicts = rule_pool.start(valence_conflict, [
+                (best[e], texts[id_of[f]]) for e, f in zip(ei[maybe].tolist(), fi[maybe].tolist(), strict=True)],
+                s.rule_workers)
         # One similarity search of this run's new facts vs all active facts serves contradiction and
         # merge. Reinforced facts are not searched again: their vectors did not change, and every pair
         # was examined when its newer fact was created, so searching them finds nothing new.
         try:
-            pairs, pair_texts = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold))
+            # the merge rule judges the pairs above merge_threshold in workers while the rest of this stage
+            # computes and writes
+            pairs, judged = _fact_pairs(ctx, facts, fvecs, created, min(s.contradiction_threshold, s.merge_threshold),
+                                        judge=not ctx.dry_run)
         finally:
-            against = np.fromiter((c is not None for c in support_conflicts()), bool, len(ei))
-        # the merge rule judges the pairs in workers while the rest of this stage computes and writes
-        judged = (lambda: pairs) if ctx.dry_run else _judge_merges(ctx, pairs, pair_texts)
+            against = np.zeros(len(ei), bool)
+            against[maybe] = [c is not None for c in support_conflicts()]
         try:
             sources = pl.DataFrame({
                 "fact_id": facts["id"].gather(fi), "episode_id": eps["id"].take(pa.array(ei)).to_pylist(),
@@ -462,53 +484,68 @@ def _ids_of_rows(facts: pl.DataFrame, rows: np.ndarray) -> dict[int, str]:
 
 
 def _fact_pairs(
-    ctx: StageContext, facts: pl.DataFrame, fvecs: FactSpace, changed: set[str], threshold: float
-) -> tuple[pl.DataFrame, dict[str, str]]:
-    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their contradiction, if any
-    (same_statement not judged yet), and the texts of their facts.
+    ctx: StageContext, facts: pl.DataFrame, fvecs: FactSpace, changed: set[str], threshold: float, judge: bool
+) -> tuple[pl.DataFrame, Callable[[], pl.DataFrame]]:
+    """Similar pairs (`changed` facts vs all active facts, fact_a < fact_b) with their contradiction, if any,
+    and a function returning them with the merge rule's verdict (same_statement) on each pair above
+    merge_threshold. With `judge` the merge rule runs in workers from when the texts are read and the
+    function waits for it (call it once, also when the caller fails meanwhile: rule_pool.start); without,
+    same_statement stays null and the merge stage judges.
 
     Pairs down to pair_rules.CONTRADICTION_MIN_COSINE are searched (a negation between statements sharing
     most words contradicts at a modest cosine); below `threshold` only contradictions are kept."""
+    empty = pl.DataFrame(schema=PAIR_SCHEMA)
     if not changed or facts.height < 2:
-        return pl.DataFrame(schema=PAIR_SCHEMA), {}
+        return empty, lambda: empty
     rows = np.flatnonzero(facts["id"].is_in(list(changed)).to_numpy())
     qi, cj, sim = fvecs.pairs(fvecs.vectors(rows), min(threshold, pair_rules.CONTRADICTION_MIN_COSINE))
-    ids = _ids_of_rows(facts, np.concatenate([rows, cj]))
-    found: dict[tuple[str, str], float] = {}
-    for q, j, c in zip(qi.tolist(), cj.tolist(), sim.tolist(), strict=True):
-        a, b = ids[int(rows[q])], ids[j]
-        if a != b:
-            found[(min(a, b), max(a, b))] = c
-    if not found:
-        return pl.DataFrame(schema=PAIR_SCHEMA), {}
+    qrow = rows[qi]
+    swap = pl.col("x") > pl.col("y")
+    # each pair once by id, with the cosine of its last finding
+    found = (pl.DataFrame({"x": facts["id"].gather(qrow), "y": facts["id"].gather(cj), "c": sim.astype(np.float64),
+                           "rx": qrow, "ry": cj})
+             .filter(pl.col("x") != pl.col("y"))
+             .select(fact_a=pl.when(swap).then("y").otherwise("x"), fact_b=pl.when(swap).then("x").otherwise("y"),
+                     similarity="c", row_a=pl.when(swap).then("ry").otherwise("rx"),
+                     row_b=pl.when(swap).then("rx").otherwise("ry"))
+             .unique(subset=["fact_a", "fact_b"], keep="last", maintain_order=True)
+             .sort("fact_a", "fact_b"))
+    if found.height == 0:
+        return empty, lambda: empty
+    a_ids, b_ids, cos = found["fact_a"].to_list(), found["fact_b"].to_list(), found["similarity"].to_list()
     with db.open_store(ctx.settings) as con:
-        texts = _fact_texts(con, ctx.user_id, [x for pair in found for x in pair])
-    ordered = sorted(found.items())
-    why = rule_pool.apply(pair_rules.contradictions, [
-        (texts[a], texts[b], c, ctx.settings.contradiction_threshold) for (a, b), c in ordered],
-        ctx.settings.rule_workers, batched=True)
-    rows_out = [(a, b, c, w, None) for ((a, b), c), w in zip(ordered, why, strict=True)]
-    return pl.DataFrame([r for r in rows_out if r[2] > threshold or r[3] is not None],
-                        schema=PAIR_SCHEMA, orient="row"), texts
-
-
-def _judge_merges(ctx: StageContext, pairs: pl.DataFrame, texts: dict[str, str]) -> Callable[[], pl.DataFrame]:
-    """Start the merge rule on the pairs the merge stage will weigh (above merge_threshold, no conflict);
-    the returned function waits for it and returns `pairs` with same_statement set on them. Call it once,
-    also when the caller fails meanwhile (rule_pool.start)."""
-    threshold = ctx.settings.merge_threshold
-    rows = pairs.select("fact_a", "fact_b", "similarity", "conflict").rows()
-    todo = [i for i, (_, _, c, conflict) in enumerate(rows) if c > threshold and conflict is None]
-    args = [(texts[rows[i][0]], texts[rows[i][1]], rows[i][2], threshold) for i in todo]
-    pending = rule_pool.start(merge_screen.same_statements, args, ctx.settings.rule_workers, batched=True)
+        texts = _fact_texts(con, ctx.user_id, a_ids + b_ids)
+    merge_threshold, min_cosine = ctx.settings.merge_threshold, ctx.settings.contradiction_threshold
+    todo = np.flatnonzero(found["similarity"].to_numpy() > merge_threshold).tolist() if judge else []
+    verdicts = rule_pool.start(merge_screen.same_statements, [
+        (texts[a_ids[i]], texts[b_ids[i]], cos[i], merge_threshold) for i in todo], ctx.settings.rule_workers,
+        batched=True)
+    try:
+        # the rule names a reason only for pairs above its cosine floor whose valence codes may contradict
+        maybe = np.flatnonzero(
+            (found["similarity"].to_numpy() > min(min_cosine, pair_rules.CONTRADICTION_MIN_COSINE))
+            & fact_keys.may_contradict(_valence_codes(ctx, facts, found["row_a"].to_numpy()),
+                                       _valence_codes(ctx, facts, found["row_b"].to_numpy()))).tolist()
+        why: list[str | None] = [None] * found.height
+        reasons = rule_pool.apply(pair_rules.contradiction, [
+            (texts[a_ids[i]], texts[b_ids[i]], cos[i], min_cosine) for i in maybe], ctx.settings.rule_workers)
+        for i, reason in zip(maybe, reasons, strict=True):
+            why[i] = reason
+    except BaseException:
+        verdicts()
+        raise
+    conflict = pl.Series("conflict", why, dtype=pl.String)
+    keep = (found["similarity"] > threshold) | conflict.is_not_null()
+    pairs = found.select("fact_a", "fact_b", "similarity").with_columns(
+        conflict, same_statement=pl.lit(None, pl.Boolean)).filter(keep)
 
     def judged() -> pl.DataFrame:
-        verdicts: list[bool | None] = [None] * pairs.height
-        for i, same in zip(todo, pending(), strict=True):
-            verdicts[i] = same
-        return pairs.with_columns(pl.Series("same_statement", verdicts, dtype=pl.Boolean))
+        same: list[bool | None] = [None] * found.height
+        for i, verdict in zip(todo, verdicts(), strict=True):
+            same[i] = verdict
+        return pairs.with_columns(pl.Series("same_statement", same, dtype=pl.Boolean).filter(keep))
 
-    return judged
+    return pairs, judged
 
 
 def store_pairs(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> None:
@@ -593,7 +630,7 @@ def _ensure_pairs(ctx: StageContext, embedder: Embedder) -> None:
             return
         changed = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
     facts, fvecs, _ = _fact_matrix(ctx, embedder)
-    pairs, _ = _fact_pairs(ctx, facts, fvecs, changed, ctx.settings.merge_threshold)  # the merge stage judges them
+    pairs, _ = _fact_pairs(ctx, facts, fvecs, changed, ctx.settings.merge_threshold, judge=False)  # judged below
     if not ctx.dry_run:
         with db.open_store(ctx.settings) as con, db.transaction(con):
             store_pairs(con, ctx, pairs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -230,34 +229,12 @@ def may_differ_in_value(a: str, b: str) -> bool:
 
 
 _ANTONYM_WORDS = frozenset(_ANTONYM_OF)
-Signature = tuple[int, bool, bool, bool]  # negation count, antonym-pair word, number, name
 
 
-def valence_signature(text: str) -> Signature:
+def valence_signature(text: str) -> tuple[int, bool, bool, bool]:
     """What valence_conflict needs of one statement before it can name a conflict: its negation count,
-    whether it has a word of an antonym pair, a number, a name (see may_conflict)."""
+    whether it has a word of an antonym pair, a number, a name (engram.consolidate.fact_keys.may_conflict reads them)."""
     return _negations(text), not _ANTONYM_WORDS.isdisjoint(word_tuple(text)), *_values(text)
-
-
-def signature_in(cache: dict[str, Signature], text: str) -> Signature:
-    """valence_signature(text), read once per cache (a batch of pairs shares one)."""
-    if (sig := cache.get(text)) is None:
-        sig = cache[text] = valence_signature(text)
-    return sig
-
-
-def may_conflict(a: Signature, b: Signature) -> bool:
-    """False when valence_conflict cannot name a conflict between statements of these signatures: a
-    negation needs other negation counts, an antonym a word of an antonym pair on each side, a different
-    value numbers or names on both sides."""
-    return a[0] != b[0] or (a[1] and b[1]) or (a[2] and b[2]) or (a[3] and b[3])
-
-
-def valence_conflicts(pairs: Sequence[tuple[str, str]]) -> list[str | None]:
-    """[valence_conflict(a, b) for a, b in pairs], each text read once, most pairs without the rule."""
-    signatures: dict[str, Signature] = {}
-    return [valence_conflict(a, b) if may_conflict(signature_in(signatures, a), signature_in(signatures, b))
-            else None for a, b in pairs]
 
 
 def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:

@@ -1,6 +1,7 @@
 -- Returns the tenant's active facts with vectors of the active embedder, without the vectors (the
 -- similarity stages read those through the published facts index), with each row's DuckDB rowid to
--- match it to the index. Same rows and order as tenant_fact_vectors. Params: $user_id, $model, $dim.
+-- match it to the index. Same rows and order as tenant_fact_vectors. Params: $user_id, $model, $dim, $keys_version
+-- (valence_code is null for a fact not keyed by that rule version).
 select
     f.id,
     f.rowid as row_id,
@@ -9,7 +10,8 @@ select
     f.category,
     f.created_at,
     coalesce(f.valid_from, f.asserted_at, f.created_at) as valid_from,
-    f.evidence_count
+    f.evidence_count,
+    case when f.keys_version = $keys_version then f.valence_code end as valence_code
 from facts as f
 where f.user_id = $user_id
     and f.status = 'active'

@@ -166,15 +166,15 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
 def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatch) -> None:
     from engram.consolidate import rule_pool
 
-    monkeypatch.setattr(rule_pool, "PARALLEL_MIN_PAIRS", 2)
-    batches: list[int] = []
+    monkeypatch.setattr(rule_pool, "PARALLEL_MIN_PAIRS", 1)  # the scenario's few pairs go to workers
+    batches: list[tuple[str, int]] = []
     in_worker = rule_pool._in_worker
-    monkeypatch.setattr(rule_pool, "_in_worker",
-                        lambda rule, batch, batched: batches.append(len(batch)) or in_worker(rule, batch, batched))
+    monkeypatch.setattr(rule_pool, "_in_worker", lambda rule, batch, batched: batches.append(
+        (rule.__name__, len(batch))) or in_worker(rule, batch, batched))
     settings = settings.model_copy(update={"rule_workers": 2})
     seed(settings)
     counts = run_all(settings, "run-a")
-    assert len(batches) >= 4 and min(batches) >= 1  # supports, contradictions and merges went to workers
+    assert {name for name, n in batches if n >= 1} == {"valence_conflict", "contradiction", "same_statements"}
     assert counts["merge"]["merges"] == 1
     with db.open_store(settings) as con:
         assert_expected_facts(con)
@@ -194,7 +194,7 @@ def test_merge_stage_reads_the_verdicts_the_confidence_stage_stored(settings, st
         rows = con.execute("""select a.text, b.text, p.similarity, p.conflict, p.same_statement from run_fact_pairs p
                               join facts a on a.id = p.fact_a join facts b on b.id = p.fact_b
                               where p.user_id = $u""", {"u": USER}).fetchall()
-        judged = [r for r in rows if r[2] > settings.merge_threshold and r[3] is None]
+        judged = [r for r in rows if r[2] > settings.merge_threshold]
         assert judged and any(r[4] for r in judged)  # the scenario's near-duplicate
         for a, b, sim, _, same in judged:
             assert same is same_statement(a, b, sim, settings.merge_threshold)

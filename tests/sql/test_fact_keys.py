@@ -85,3 +85,17 @@ def test_without_storing_unkeyed_facts_are_keyed_in_memory_and_nothing_is_writte
     # storing gives the same answers and keys them
     assert [r[0] for r in fact_keys.facts_sharing_frames(con, "u1", ["d"])] == ["a", "b", "d"]
     assert _keys(con)["d"][2] == fact_keys.KEYS_VERSION
+
+
+def test_refresh_stores_each_facts_valence_code(con) -> None:
+    from engram.consolidate.pair_rules import valence_code
+
+    texts = {"a": "Ann doesn't live in Lisbon anymore.", "b": "Ann lives in 3 cities.", "c": "we went out"}
+    for fid, text in texts.items():
+        _fact(con, fid, text)
+    fact_keys.refresh(con, "u1")
+    codes = dict(con.execute("select id, valence_code from facts").fetchall())
+    assert codes == {fid: valence_code(text) for fid, text in texts.items()}
+    assert codes["a"] >> 4 == 1 and codes["a"] & 1 and codes["a"] & 2  # one negation, an end, a name
+    assert codes["b"] & 4 and not codes["b"] & 1  # a number
+    assert codes["c"] == 0

@@ -1,14 +1,15 @@
-"""The contradiction and valence rules over a batch: the answers pair_rules gives one pair at a time."""
+"""The valence codes a night screens its pairs with: a pair they turn down is one the rules answer None."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.consolidate import pair_rules
-from engram.text.sentences import _negations, valence_conflict, valence_conflicts
+from engram.consolidate import fact_keys, pair_rules
+from engram.text.sentences import _negations, valence_conflict
 
 WORDS = ("i she caroline loves hates likes dislikes drinking coffee every morning stopped quit no longer "
          "not never no don't isn't doesnt the standup is at 9:30 10:30 lives in used to always married "
@@ -36,18 +37,22 @@ def _pairs(seed: int, n: int) -> list[tuple[str, str, float]]:
     return out
 
 
-def test_valence_conflicts_are_the_per_pair_rule() -> None:
-    pairs = [(a, b) for a, b, _ in _pairs(3, 4000)]
-    batch = valence_conflicts(pairs)
-    assert batch == [valence_conflict(a, b) for a, b in pairs]
-    assert {"negation", "antonym", "different value"} <= set(batch) and None in batch
+def _screens(pairs: list[tuple[str, str, float]]) -> tuple[np.ndarray, np.ndarray]:
+    a = np.array([pair_rules.valence_code(x) for x, _, _ in pairs], np.int64)
+    b = np.array([pair_rules.valence_code(y) for _, y, _ in pairs], np.int64)
+    return fact_keys.may_conflict(a, b), fact_keys.may_contradict(a, b)
 
 
-def test_contradictions_are_the_per_pair_rule() -> None:
-    pairs = [(a, b, c, 0.8) for a, b, c in _pairs(4, 4000)]
-    batch = pair_rules.contradictions(pairs)
-    assert batch == [pair_rules.contradiction(*p) for p in pairs]
-    assert {"negation", "antonym", "different value", "cessation"} <= set(batch) and None in batch
+def test_pairs_the_codes_turn_down_get_no_reason_from_the_rules() -> None:
+    pairs = _pairs(3, 4000)
+    conflict, contradict = _screens(pairs)
+    valence = [valence_conflict(a, b) for a, b, _ in pairs]
+    reasons = [pair_rules.contradiction(a, b, c, 0.8) for a, b, c in pairs]
+    assert all(v is None for v, ok in zip(valence, conflict, strict=True) if not ok)
+    assert all(r is None for r, ok in zip(reasons, contradict, strict=True) if not ok)
+    assert 0.05 < 1 - contradict.mean() < 0.95  # the screen turns some pairs down and passes others
+    assert {"negation", "antonym", "different value"} <= set(valence)
+    assert {"negation", "antonym", "different value", "cessation"} <= set(reasons)
 
 
 def test_negations_count_every_negation_token() -> None:
@@ -59,10 +64,11 @@ def test_negations_count_every_negation_token() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=40), st.text(max_size=40), st.floats(0.0, 1.0)), min_size=1, max_size=8))
-def test_any_text_answers_as_per_pair(pairs: list[tuple[str, str, float]]) -> None:
-    assert valence_conflicts([(a, b) for a, b, _ in pairs]) == [valence_conflict(a, b) for a, b, _ in pairs]
-    assert pair_rules.contradictions([(a, b, c, 0.7) for a, b, c in pairs]) == [
-        pair_rules.contradiction(a, b, c, 0.7) for a, b, c in pairs]
+def test_any_text_turned_down_gets_no_reason(pairs: list[tuple[str, str, float]]) -> None:
+    conflict, contradict = _screens(pairs)
+    for (a, b, c), may_conflict, may_contradict in zip(pairs, conflict, contradict, strict=True):
+        assert may_conflict or valence_conflict(a, b) is None
+        assert may_contradict or pair_rules.contradiction(a, b, c, 0.7) is None
 
 
 def test_cessation_reads_any_case() -> None:
