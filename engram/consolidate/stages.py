@@ -28,7 +28,12 @@ from engram.consolidate.merge_plan import (
     plan_merges,
 )
 from engram.consolidate.neighbours import FactSpace, load_facts
-from engram.consolidate.scoring import decayed_array, initial_confidence, reinforced
+from engram.consolidate.scoring import (
+    decayed_array,
+    initial_confidence,
+    reinforced,
+    reinforced_array,
+)
 from engram.consolidate.updates import frame_updates, restatement_runs
 from engram.embed.models import Embedder
 from engram.errors import InvalidInput
@@ -361,7 +366,8 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
         counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
         # evidence: new episodes with cos >= threshold support a fact they did not produce
-        ei, fi, sim, maybe = (np.zeros(0, np.int64),) * 2 + (np.zeros(0, np.float32), np.zeros(0, np.int64))
+        ei = fi = maybe = np.zeros(0, np.int64)
+        sim = np.zeros(0, np.float32)
         support_conflicts: Callable[[], list[Any]] = list
         if eps.num_rows and facts.height:
             evecs = vectors_of(eps["embedding"], embedder.dim)
@@ -434,10 +440,8 @@ def _reinforcements(facts: pl.DataFrame, conf: np.ndarray, supported: np.ndarray
     reinforces ~10^5 facts, which one FactChange each took seconds to build and frame."""
     k = np.bincount(supported, minlength=len(conf))
     rows = np.flatnonzero(k)
-    # scoring.reinforced's arithmetic, in its order, with the power taken by Python once per count
-    power = np.array([(1.0 - gain) ** n for n in range(int(k.max(initial=0)) + 1)])
     after = conf.copy()
-    after[rows] = 1.0 - (1.0 - conf[rows]) * power[k[rows]]
+    after[rows] = reinforced_array(conf[rows], k[rows], gain)
     changes = pl.DataFrame({"fact_id": facts["id"].gather(rows), "evidence_delta": k[rows], "confidence": after[rows]})
     changes = changes.with_columns(action=pl.lit("reinforced"), reinforced=pl.lit(True),
                                    reason=pl.format("{} supporting episode(s)", pl.col("evidence_delta")))

@@ -15,7 +15,12 @@ from engram.consolidate.merge_plan import (
     plan_merges,
     similar_pairs,
 )
-from engram.consolidate.scoring import decayed, initial_confidence, reinforced
+from engram.consolidate.scoring import (
+    decayed,
+    initial_confidence,
+    reinforced,
+    reinforced_array,
+)
 from engram.text.sentences import (
     best_sentence,
     claim_type,
@@ -154,3 +159,13 @@ def test_a_long_chain_is_planned_as_direct_pairs_only() -> None:
     assert len(merged) == len(set(merged))  # no fact in two merges
     assert all(frozenset((w, x)) in agree for w, losers in plan.merges for x in losers)
     assert len(plan.merges) == 600  # the oldest takes its one neighbour, the next one starts again
+
+
+def test_reinforced_array_gives_the_floats_of_reinforced() -> None:
+    rng = np.random.default_rng(7)
+    conf = rng.uniform(0.0, 1.0, 5000)
+    supports = rng.integers(0, 40, 5000)
+    for gain in (0.05, 0.3, 1 / 3):
+        got = reinforced_array(conf, supports, gain)
+        assert got.tolist() == [reinforced(float(c), int(k), gain) for c, k in zip(conf, supports, strict=True)]
+    assert reinforced_array(np.zeros(0), np.zeros(0, np.int64), 0.05).shape == (0,)
