@@ -6,7 +6,7 @@ statement an active fact already makes). `frame_key`: the frame of a statement t
 `valence_code` (pair_rules.valence_code): what the contradiction rules need of the text before they can
 name a reason; a night screens its similar pairs by two codes (may_conflict, may_contradict) and reads the
 texts of the few that pass.
-Both are pure functions of the text, which never changes, so each fact is keyed once. KEYS_VERSION
+All three are pure functions of the text, which never changes, so each fact is keyed once. KEYS_VERSION
 names the rule: after a change to it, the next night re-keys every active fact (one full pass).
 """
 
