@@ -4,8 +4,8 @@
 statement an active fact already makes). `frame_key`: the frame of a statement that can be updated
 (engram.consolidate.updates), '' when it has none; a new fact supersedes only facts of its frame.
 `valence_code` (pair_rules.valence_code): what the contradiction rules need of the text before they can
-name a reason; a night screens its similar pairs by two codes (may_conflict, may_contradict) and reads the
-texts of the few that pass.
+name a reason; a night screens its similar pairs by two codes (pair_rules.codes_may_conflict,
+codes_may_contradict) and reads the texts of the few that pass.
 All three are pure functions of the text, which never changes, so each fact is keyed once. KEYS_VERSION
 names the rule: after a change to it, the next night re-keys every active fact (one full pass).
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-import numpy as np
 import pyarrow as pa
 
 from engram.consolidate.pair_rules import valence_code
@@ -96,15 +95,3 @@ def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[st
     extra = [r for r in pending if pending_frames[r[0]] in asked]
     return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])
 
-
-def may_conflict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise over two arrays of valence codes: False where sentences.valence_conflict cannot name a
-    conflict. A negation needs other negation counts, an antonym a word of an antonym pair on each side, a
-    different value numbers or names on both sides."""
-    return ((a >> 4) != (b >> 4)) | ((a & b & 0b1110) != 0)
-
-
-def may_contradict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise: False where pair_rules.contradiction cannot name a reason (no valence conflict is
-    possible, and neither or both of the statements say that something ended)."""
-    return may_conflict(a, b) | (((a ^ b) & 1) != 0)

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from engram.text.sentences import (
     _NUMBER,
@@ -25,6 +26,9 @@ from engram.text.sentences import (
     word_tuple,
     words,
 )
+
+if TYPE_CHECKING:  # the rules run in workers that need not import numpy
+    import numpy as np
 
 
 @lru_cache(maxsize=1 << 16)
@@ -393,9 +397,28 @@ def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | Non
     return None
 
 
+# valence_code's fields, packed and read by the screens below
+_NEGATIONS_SHIFT = 4
+_BOTH_SIDES = 0b1110  # antonym word, number, name: a conflict of these needs them on both sides
+_ENDED = 0b1
+
+
 def valence_code(text: str) -> int:
     """What contradiction() and valence_conflict() need of one statement before they can name a reason,
     as one integer kept with a fact's keys (engram.consolidate.fact_keys): negation count << 4 | a word
     of an antonym pair << 3 | a number << 2 | a name << 1 | a marker that something ended."""
     negations, antonym, number, name = valence_signature(text)
-    return negations << 4 | antonym << 3 | number << 2 | name << 1 | _ends(text)
+    return negations << _NEGATIONS_SHIFT | antonym << 3 | number << 2 | name << 1 | _ends(text)
+
+
+def codes_may_conflict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise over two integer arrays of valence codes: False where valence_conflict cannot name a
+    conflict. A negation needs other negation counts, an antonym a word of an antonym pair on each side, a
+    different value numbers or names on both sides."""
+    return ((a >> _NEGATIONS_SHIFT) != (b >> _NEGATIONS_SHIFT)) | ((a & b & _BOTH_SIDES) != 0)
+
+
+def codes_may_contradict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: False where contradiction() cannot name a reason (no valence conflict is possible,
+    and neither or both of the statements say that something ended)."""
+    return codes_may_conflict(a, b) | (((a ^ b) & _ENDED) != 0)

@@ -383,7 +383,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> dict[str, Any]:
             # conflict are read and go through the rule, in workers while the new facts' pairs are searched
             best = {e: best_sentence(ep_texts[e]) for e in set(ei.tolist())}  # once per episode
             ep_code = {e: pair_rules.valence_code(text) for e, text in best.items()}
-            maybe = np.flatnonzero(fact_keys.may_conflict(
+            maybe = np.flatnonzero(pair_rules.codes_may_conflict(
                 np.array([ep_code[e] for e in ei.tolist()], np.int64), _valence_codes(ctx, facts, fi)))
             with db.open_store(s) as con:
                 texts = _fact_texts(con, ctx.user_id, [id_of[f] for f in fi[maybe].tolist()])
@@ -528,7 +528,7 @@ def _fact_pairs(
         # the rule names a reason only for pairs above its cosine floor whose valence codes may contradict
         maybe = np.flatnonzero(
             (found["similarity"].to_numpy() > min(min_cosine, pair_rules.CONTRADICTION_MIN_COSINE))
-            & fact_keys.may_contradict(_valence_codes(ctx, facts, found["row_a"].to_numpy()),
+            & pair_rules.codes_may_contradict(_valence_codes(ctx, facts, found["row_a"].to_numpy()),
                                        _valence_codes(ctx, facts, found["row_b"].to_numpy()))).tolist()
         why: list[str | None] = [None] * found.height
         reasons = rule_pool.apply(pair_rules.contradiction, [

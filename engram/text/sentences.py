@@ -233,7 +233,8 @@ _ANTONYM_WORDS = frozenset(_ANTONYM_OF)
 
 def valence_signature(text: str) -> tuple[int, bool, bool, bool]:
     """What valence_conflict needs of one statement before it can name a conflict: its negation count,
-    whether it has a word of an antonym pair, a number, a name (engram.consolidate.fact_keys.may_conflict reads them)."""
+    whether it has a word of an antonym pair, a number, a name (engram.consolidate.pair_rules.valence_code
+    packs them)."""
     return _negations(text), not _ANTONYM_WORDS.isdisjoint(word_tuple(text)), *_values(text)
 
 

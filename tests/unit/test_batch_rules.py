@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.consolidate import fact_keys, pair_rules
+from engram.consolidate import pair_rules
 from engram.text.sentences import _negations, valence_conflict
 
 WORDS = ("i she caroline loves hates likes dislikes drinking coffee every morning stopped quit no longer "
@@ -40,7 +40,7 @@ def _pairs(seed: int, n: int) -> list[tuple[str, str, float]]:
 def _screens(pairs: list[tuple[str, str, float]]) -> tuple[np.ndarray, np.ndarray]:
     a = np.array([pair_rules.valence_code(x) for x, _, _ in pairs], np.int64)
     b = np.array([pair_rules.valence_code(y) for _, y, _ in pairs], np.int64)
-    return fact_keys.may_conflict(a, b), fact_keys.may_contradict(a, b)
+    return pair_rules.codes_may_conflict(a, b), pair_rules.codes_may_contradict(a, b)
 
 
 def test_pairs_the_codes_turn_down_get_no_reason_from_the_rules() -> None:
