@@ -69,7 +69,7 @@ def _parsed(span: str, now: datetime) -> TimeWindow | None:
 
 # A span's granularity does not depend on when it is read ("last week" is a week whenever it is said),
 # while its moment does: time_mentions has already resolved the moment, so a query need not parse the
-# span a second time (0.7 ms a time-naming query on average, up to 1.4); spans repeat across queries ("today", "last week").
+# span a second time (0.7 ms a time-naming query on average, up to 1.4); spans repeat across queries.
 _PERIOD_BASE = datetime(2000, 1, 1)
 
 
