@@ -84,6 +84,10 @@ K1, B = 1.2, 0.75     # BM25, as engram.query.lexical.BM25
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",
           "bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", "text_data", "text_offsets")
 COLUMNS_FILE = "columns.arrow"  # every row's search columns (candidates.COLUMNS), in row order, Arrow IPC
+# The time a question's window reads of a row, as sql/queries/{fact,episode}_ids_in_window.sql do: a fact's
+# valid_from, else when it was asserted; an episode's created_at.
+WINDOW_TIME = {"facts": ("valid_from", "asserted_at"), "episodes": ("created_at",)}
+_UNDATED = np.iinfo(np.int64).min  # no window holds it
 
 
 class IndexUnusable(StoreError):
@@ -188,6 +192,24 @@ def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead:
         if d is not None:
             scores[d] = 0.0
     return flat
+
+
+def row_moments(columns: pa.Table, table: str) -> np.ndarray:
+    """Each row's time as a window reads it (WINDOW_TIME), microseconds since the epoch, naive UTC;
+    _UNDATED for a row without one."""
+    names = WINDOW_TIME[table]
+    moment = columns[names[0]] if len(names) == 1 else pc.coalesce(*(columns[n] for n in names))
+    return np.asarray(moment.cast(pa.timestamp("us")).cast(pa.int64()).fill_null(_UNDATED).to_numpy(),
+                      dtype=np.int64)
+
+
+def in_windows(moments: np.ndarray, windows: Sequence[Any]) -> np.ndarray:
+    """Mask of the moments inside any window ([start, end), naive UTC)."""
+    inside = np.zeros(len(moments), bool)
+    for w in windows:
+        start, end = (np.datetime64(t, "us").astype(np.int64) for t in (w.start, w.end))
+        inside |= (moments >= start) & (moments < end)
+    return inside
 
 
 # ---------------------------------------------------------------- writing
@@ -399,6 +421,7 @@ class Generation:
         self.watermark = datetime.fromisoformat(manifest["watermark"]) if manifest["watermark"] else None
         self.ann = None
         self.ann_rows = np.zeros(0, np.int64)  # graph key -> vector row (engram.query.ann_graph)
+        self._moments: np.ndarray | None = None
         if manifest["ann"]:
             from usearch.index import Index
 
@@ -428,6 +451,13 @@ class Generation:
             raise IndexUnusable(f"{self.manifest['table']} index: torn (ANN graph changed under a reader)")
         view.expansion_search = expansion
         return view
+
+    @property
+    def moments(self) -> np.ndarray:
+        """Each row's time as a question's window reads it (row_moments), read from the columns on first use."""
+        if self._moments is None:
+            self._moments = row_moments(self.columns, self.manifest["table"])
+        return self._moments
 
     def positions_of(self, ids: Sequence[str]) -> np.ndarray:
         """Base positions of the given ids (-1 where absent)."""
@@ -558,6 +588,16 @@ class PersistedTableIndex(TableIndex):
                 row |= {"row_id": int(self.rowids[r]), "id": self.ids[r], "pos": r}
                 out.append(row)
         return out
+
+    def dated_positions(self, windows: Sequence[Any]) -> np.ndarray:
+        """Positions (ascending) of every live row dated inside one of the windows, from the mapped columns
+        and the delta's (no store read: a window over a large share of a 1M store is one vectorised scan)."""
+        inside = in_windows(self.gen.moments, windows)
+        if self.n_dead:
+            inside &= ~self.dead
+        base = np.flatnonzero(inside)
+        delta = np.flatnonzero(in_windows(row_moments(self.delta_columns, self.table), windows)) + self.nb
+        return np.concatenate([base, delta])
 
     def text(self, r: int) -> str:
         """The searchable text of row r (an episode's is "role: content")."""

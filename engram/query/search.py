@@ -61,6 +61,9 @@ MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per
 # third time, among themselves, fused like the other two rankings; WINDOW_CAP bounds the rows read.
 RRF_WEIGHT_TIME = 1.0
 WINDOW_CAP = 20_000
+# A window holding more rows than WINDOW_CAP contributes the best of the BROAD_POOL rows nearest the
+# query (1M facts: 5 ms for 500, 16 ms for 1,000; scoring the 20,000 capped rows one by one took ~150 ms).
+BROAD_POOL = 500
 WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fact_ids_in_window"}
 # The first question of a process that names a time loads the date parser (~0.5 s): on this thread while
 # the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
@@ -270,11 +273,14 @@ def search_table(
     lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
     cap = max(min(settings.db_limit, index.n), 1)
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
-    dated = _window_positions(con, index, f.user_id, windows)
+    dated, every_dated = _window_positions(con, index, f.user_id, windows)
+    # a window holding more rows than the cap is not scored row by row (1M rows of "today": ~150 ms of
+    # mapped vectors read): its rows are the ones near the query in a deeper vector search
+    broad = every_dated and len(dated) > WINDOW_CAP
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best)
         if len(dated):
-            rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated)
+            rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated, broad=broad)
         rows = sorted(set(rows) | {int(p) for p in index.positions(also or []) if p >= 0})
         kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
@@ -301,26 +307,43 @@ def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
     return score
 
 
-def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]) -> np.ndarray:
-    """Index positions of the tenant's rows dated inside the windows (at most WINDOW_CAP per window)."""
+def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]
+                      ) -> tuple[np.ndarray, bool]:
+    """Index positions of the tenant's rows dated inside the windows, and whether they are all of them: an
+    index holding the rows' dates lists all; otherwise the store is read, at most WINDOW_CAP per window."""
     if not windows or index.table not in WINDOW_SQL:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), True
+    held = index.dated_positions(windows)
+    if held is not None:
+        return held, True
     ids = [r[0] for w in windows for r in db.rows(con, WINDOW_SQL[index.table], user_id=user_id, start=w.start,
                                                    end=w.end, cap=WINDOW_CAP)]
     pos = index.positions(ids)
-    return unique_sorted(pos[pos >= 0])
+    return unique_sorted(pos[pos >= 0]), False
+
+
+def _members(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Mask of the rows found in the ascending `positions`."""
+    at = np.searchsorted(positions, rows)
+    found = at < len(positions)
+    found[found] = positions[at[found]] == rows[found]
+    return found
 
 
 def _candidate_rows(
     index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: Context, method: str,
-    among: np.ndarray | None = None, lex_best: float | None = None,
+    among: np.ndarray | None = None, lex_best: float | None = None, broad: bool = False,
 ) -> list[int]:
-    """The `want` best rows by each ranking the method uses (of all rows, or of the positions `among`;
+    """The `want` best rows by each ranking the method uses (of all rows, or of the ascending positions
+    `among`; `broad`: too many to score each by vector, so the best among the BROAD_POOL nearest rows;
     `lex_best`: the highest of all `lex` scores, when the caller has it)."""
     rows: set[int] = set()
     if method != "lexical" and qvec is not None:
         if among is None:
             top, _ = index.vector_top(qvec, want, context)
+        elif broad:
+            near, _ = index.vector_top(qvec, max(BROAD_POOL, want), context)  # best first
+            top = near[_members(near, among)][:want]
         else:
             sims = index.similarities(qvec, among)
             top = among[np.argsort(-sims, kind="stable")[:want]]

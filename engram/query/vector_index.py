@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -68,6 +69,11 @@ class TableIndex:
 
     def candidate_rows(self, rows: list[int]) -> list[dict[str, Any]] | None:
         """The search columns of the rows at these positions when the index holds them; None: read the store."""
+        return None
+
+    def dated_positions(self, windows: Sequence[Any]) -> np.ndarray | None:
+        """Positions (ascending) of every live row dated inside one of the windows (TimeWindow), when the
+        index holds the rows' dates; None: read them from the store."""
         return None
 
     @property

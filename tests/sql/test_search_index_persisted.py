@@ -458,3 +458,70 @@ def test_a_generation_with_a_graph_keeps_half_precision_vectors_checked_like_the
     monkeypatch.setattr(persisted, "ANN_MIN", 10**9)
     _publish(settings, con)  # without a graph no copy is written: queries and pairs read float32
     assert persisted.HALF_VECTORS not in PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen.arrays
+
+
+def _dated_facts(n: int, start: int = 0) -> list[dict]:
+    """Facts a day apart from 1 January 2026; every third one dated by valid_from, the rest by when asserted."""
+    out = []
+    for i, f in enumerate(_facts(n, start=start)):
+        day = datetime(2026, 1, 1 + (start + i) % 28, 9)
+        out.append(f | ({"valid_from": day} if i % 3 == 0 else {"asserted_at": day, "created_at": day}))
+    return out
+
+
+def test_the_rows_a_window_holds_are_read_from_the_index_as_the_store_would_list_them(settings, con, ann):
+    from engram.query.search import WINDOW_SQL
+    from engram.text.time_window import TimeWindow
+
+    seed_facts(settings, con, _dated_facts(56))
+    seed_episodes(settings, con, [{"content": f"We talked about {w}"} for w in WORDS])
+    _publish(settings, con)
+    # after the publish: a new row in the delta, a base row re-dated (its old copy dead), one deleted
+    seed_facts(settings, con, [{"id": "late", "text": "Zanzibar violin lessons", "valid_from": datetime(2026, 1, 5)}])
+    con.execute("update facts set valid_from = timestamp '2026-01-06 10:00:00', changed_at = now() at time zone 'UTC' "
+                "where id = 'u1_f20'")
+    con.execute("delete from facts where id = 'u1_f4'")
+    emb = HashEmbedder(settings.embed_dim)
+    for table in ("facts", "episodes"):
+        index = table_index(con, settings, table, "u1", emb.model, emb.dim)
+        assert isinstance(index, PersistedTableIndex)
+        for days in ((3, 8), (1, 2), (20, 29), (29, 30)):
+            windows = [TimeWindow(datetime(2026, 1, days[0]), datetime(2026, 1, days[1]), "x")]
+            ids = [r[0] for r in db.rows(con, WINDOW_SQL[table], user_id="u1", start=windows[0].start,
+                                         end=windows[0].end, cap=10**6)]
+            listed = index.positions(ids)
+            assert index.dated_positions(windows).tolist() == sorted(listed[listed >= 0].tolist()), (table, days)
+    facts = table_index(con, settings, "facts", "u1", emb.model, emb.dim)
+    held = {facts.ids[p] for p in facts.dated_positions([TimeWindow(datetime(2026, 1, 3), datetime(2026, 1, 8), "x")])}
+    assert {"late", "u1_f20"} <= held and "u1_f4" not in held
+    indexed, exact = _both_paths(settings, con, "What happened on 5 January 2026?", search_type="facts", limit=8,
+                                 user_id="u1")
+    assert _ids(indexed) == _ids(exact) and "late" in _ids(indexed)
+
+
+def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest_rows(settings, con, monkeypatch):
+    from engram.query import search
+
+    seed_facts(settings, con, [f | {"valid_from": datetime(2026, 1, 5, 9)} for f in _facts(60)])
+    seed_facts(settings, con, [{"id": "old", "text": "Zanzibar violin recital in the harbour",
+                                "valid_from": datetime(2025, 6, 1)},
+                               {"id": "in_window", "text": "Zanzibar violin lessons every Monday",
+                                "valid_from": datetime(2026, 1, 5, 10)}])
+    _publish(settings, con)
+    query = "Zanzibar violin lessons on 5 January 2026"
+    scored: list[int] = []
+    similarities = PersistedTableIndex.similarities
+
+    def counting(self, qvec, rows):
+        scored.append(len(rows))
+        return similarities(self, qvec, rows)
+
+    monkeypatch.setattr(PersistedTableIndex, "similarities", counting)
+    every_row = search_memory(query, "facts", 5, "u1", settings=settings, con=con)
+    assert max(scored) == 61  # the window's rows scored one by one
+    scored.clear()
+    monkeypatch.setattr(search, "WINDOW_CAP", 10)
+    monkeypatch.setattr(search, "BROAD_POOL", 20)
+    nearest = search_memory(query, "facts", 5, "u1", settings=settings, con=con)
+    assert max(scored, default=0) < 61  # now never
+    assert _ids(nearest)[0] == _ids(every_row)[0] == "in_window"  # the nearest row inside the window, lifted by its time
