@@ -90,6 +90,23 @@ def test_relative_dates_are_resolved_against_when_it_was_said() -> None:
         datetime(2023, 4, 24).date()]
 
 
+def test_last_this_and_next_are_read_as_time_only_beside_a_unit_of_time(monkeypatch) -> None:
+    from engram.text import dates
+
+    found = [(m.span, m.moment.date()) for s in ("Last fri we hiked.", "I moved here two days later.",
+                                                   "We fly next month.") for m in time_mentions(s, SAID)]
+    assert found == [("Last fri", datetime(2023, 5, 5).date()), ("two days later", datetime(2023, 5, 10).date()),
+                     ("next month", datetime(2023, 6, 8).date())]
+
+    def no_parser():
+        raise AssertionError("dateparser ran")
+
+    monkeypatch.setattr(dates, "_search", no_parser)
+    for sentence in ("At last, this is it!", "See you later.", "Next to the lake is the best spot.",
+                     "That was the last time I sang.", "In the past I was shy."):
+        assert time_mentions(sentence, SAID) == []
+
+
 def test_an_episode_becomes_its_statements() -> None:
     got = atomic_statements(
         "Hey Mel! Good to see you! I went to a LGBTQ support group yesterday. What about you?", "Caroline", SAID)
