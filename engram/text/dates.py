@@ -15,11 +15,10 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-_ANCHOR = re.compile(
-    r"\b(ago|yesterday|today|tonight|tomorrow|last|next|this|past|previous|coming|earlier|later"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b",
-    re.I,
-)
+_STRONG_WORDS = r"ago|yesterday|today|tonight|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend"
+_WEAK_BEFORE = r"last|next|this|past|previous|coming"  # a time when a unit of time follows ("last week")
+_WEAK_AFTER = r"earlier|later"  # a time after one ("two days later")
+_ANCHOR = re.compile(rf"\b({_STRONG_WORDS}|{_WEAK_BEFORE}|{_WEAK_AFTER})\b", re.I)
 _MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?"
           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 CALENDAR = re.compile(rf"\b(\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})|(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?"
@@ -31,12 +30,9 @@ CALENDAR = re.compile(rf"\b(\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})|(?:{_MONTH}
 _UNIT = (r"(?:second|minute|hour|day|night|morning|afternoon|evening|week|weekend|fortnight|month|year|decade"
          r"|century|season|spring|summer|fall|autumn|winter|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun"
          rf"|(?:mon|tues|wednes|thurs|fri|satur|sun)day|{_MONTH})s?")
-_STRONG_ANCHOR = re.compile(
-    r"\b(ago|yesterday|today|tonight|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b",
-    re.IGNORECASE)
-_WEAK_BESIDE_UNIT = re.compile(
-    rf"\b(?:last|this|next|past|previous|coming)\W+(?:\w+\W+){{0,2}}?{_UNIT}\b"
-    rf"|\b{_UNIT}\W+(?:\w+\W+){{0,2}}?(?:later|earlier)\b", re.IGNORECASE)
+_STRONG_ANCHOR = re.compile(rf"\b(?:{_STRONG_WORDS})\b", re.IGNORECASE)
+_WEAK_BESIDE_UNIT = re.compile(rf"\b(?:{_WEAK_BEFORE})\W+(?:\w+\W+){{0,2}}?{_UNIT}\b"
+                               rf"|\b{_UNIT}\W+(?:\w+\W+){{0,2}}?(?:{_WEAK_AFTER})\b", re.IGNORECASE)
 _EDGE_WORDS = re.compile(r"^(?:and|the|on|in|at|of|for|to)\s+|\s+(?:and|the|on|in|at|of|for|to)$", re.I)
 
 

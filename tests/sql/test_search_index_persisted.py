@@ -524,4 +524,4 @@ def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest
     monkeypatch.setattr(search, "BROAD_POOL", 20)
     nearest = search_memory(query, "facts", 5, "u1", settings=settings, con=con)
     assert max(scored, default=0) < 61  # now never
-    assert _ids(nearest)[0] == _ids(every_row)[0] == "in_window"  # the nearest row inside the window, lifted by its time
+    assert _ids(nearest)[0] == _ids(every_row)[0] == "in_window"  # the nearest in the window, lifted by its time
