@@ -57,14 +57,17 @@ MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "m
 PRE_VERB_ADVERBS = {"also", "always", "still", "just", "often", "never", "sometimes", "even", "only", "already",
                     "rarely", "seldom", "mostly", "almost", "kinda", "sorta", "totally", "now", "too", "ever"}
 # Speech acts that state nothing about the speaker: a proposal for the two of them ("We should play
-# sometime", "Let's meet up") and a stance on the listener ("I bet you do", "I'm sure you'll love it").
+# sometime", "Let's meet up") and a stance on what a pronoun points at ("I'm sure it'll be fun", "I'm glad
+# we met", "I think they're great"): the speaker's view of something the sentence does not name. A stance
+# on a named thing ("I think the museum opens at nine") or on the speaker ("I think my favourite is X") stays.
 _PROPOSAL = re.compile(
     r"^\W*(?:(?:maybe|so|and|but|well|then|oh|hey|perhaps)\W+)*"
     r"(?:let'?s|let us|shall we|we(?:'ll| will| could| should| can| might| must| need to| have to| gotta| ought to))\b",
     re.IGNORECASE)
-_STANCE_ON_LISTENER = re.compile(
-    r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am)?\s+(?:really\s+)?(?:bet|hope|think|guess|know|wish|believe|sure|glad)"
-    r"\s+(?:that\s+)?you\b", re.IGNORECASE)
+_STANCE_ON_POINTED = re.compile(
+    r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am| can)?\s+(?:(?:really|so|just|also)\s+)?"
+    r"(?:bet|hope|think|guess|know|wish|believe|suppose|imagine|see|sure|glad)"
+    r"\s+(?:that\s+)?(?:(?:it|they|we|he|she|there|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
@@ -308,8 +311,8 @@ def worth_remembering(sentence: str) -> bool:
         return False  # a remark about no one ("That's good to hear", "It's a great way to meet people")
     if any(w in SECOND_PERSON for w in tokens) and not any(w.split("'")[0] in FIRST_PERSON for w in tokens):
         return False  # about the listener ("Good to see you!"), whom a memory cannot name
-    if _PROPOSAL.match(sentence) or _STANCE_ON_LISTENER.match(sentence):
-        return False  # a proposal to the listener ("We should meet up sometime") or a stance on them
+    if _PROPOSAL.match(sentence) or _STANCE_ON_POINTED.match(sentence):
+        return False  # a proposal to the listener ("We should meet up sometime") or a stance on what was said
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS and (ANAPHORS & set(tokens) or _ENDS_WITH_THAT.search(sentence)):
         return False  # leans on the previous turn for what it is about ("I love those games!")
     if _ELIDED_VERB_PHRASE.search(sentence):

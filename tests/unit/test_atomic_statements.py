@@ -181,6 +181,18 @@ def test_proposals_and_stances_on_the_listener_are_not_facts(sentence: str) -> N
 
 
 @pytest.mark.parametrize(("sentence", "keep"), [
+    ("I'm sure it'll be a blast.", False), ("I'm glad we met!", False),
+    ("I think they're one of the best bands out there.", False), ("I can imagine it's rewarding work.", False),
+    ("I think my favourite book is Dune.", True),  # a stance on the speaker
+    ("I think the museum opens at nine.", True),  # on a named thing
+    ("I believe that hard work pays off in the end.", True),  # "that" opens the clause, it points at nothing
+    ("I hope to make it big one day.", True),  # a wish of the speaker's, no clause
+])
+def test_a_stance_on_what_a_pronoun_points_at_is_not_a_fact(sentence: str, keep: bool) -> None:
+    assert worth_remembering(sentence) is keep
+
+
+@pytest.mark.parametrize(("sentence", "keep"), [
     ("I would love to!", False), ("I've always wanted to.", False), ("My sister would be happy to", False),
     ("I would love to visit Porto.", True), ("I moved to Lisbon to be closer to my sister.", True),
 ])
