@@ -67,7 +67,7 @@ _PROPOSAL = re.compile(
 _STANCE_ON_POINTED = re.compile(
     r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am| can)?\s+(?:(?:really|so|just|also)\s+)?"
     r"(?:bet|hope|think|guess|know|wish|believe|suppose|imagine|see|sure|glad)"
-    r"\s+(?:that\s+)?(?:(?:it|they|we|he|she|there|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
+    r"\s+(?:that\s+)?(?:(?:it|they|we|he|she|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")

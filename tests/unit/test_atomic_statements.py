@@ -187,6 +187,7 @@ def test_proposals_and_stances_on_the_listener_are_not_facts(sentence: str) -> N
     ("I think the museum opens at nine.", True),  # on a named thing
     ("I believe that hard work pays off in the end.", True),  # "that" opens the clause, it points at nothing
     ("I hope to make it big one day.", True),  # a wish of the speaker's, no clause
+    ("I know there's a great hiking trail near my house.", True),  # "there" is, it points at nothing
 ])
 def test_a_stance_on_what_a_pronoun_points_at_is_not_a_fact(sentence: str, keep: bool) -> None:
     assert worth_remembering(sentence) is keep
