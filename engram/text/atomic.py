@@ -57,9 +57,10 @@ MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "m
 PRE_VERB_ADVERBS = {"also", "always", "still", "just", "often", "never", "sometimes", "even", "only", "already",
                     "rarely", "seldom", "mostly", "almost", "kinda", "sorta", "totally", "now", "too", "ever"}
 # Speech acts that state nothing about the speaker: a proposal for the two of them ("We should play
-# sometime", "Let's meet up") and a stance on what a pronoun points at ("I'm sure it'll be fun", "I'm glad
-# we met", "I think they're great"): the speaker's view of something the sentence does not name. A stance
-# on a named thing ("I think the museum opens at nine") or on the speaker ("I think my favourite is X") stays.
+# sometime", "Let's meet up") and a stance on what a pronoun points at ("I'm sure it'll be fun", "I bet
+# you do", "I think they're great"): the speaker's view of something the sentence does not name. A stance on a
+# named thing ("I think the museum opens at nine"), on the speaker ("I think my favourite is X") or on a "we"
+# the speaker is part of ("I think we're moving to Porto") stays.
 _PROPOSAL = re.compile(
     r"^\W*(?:(?:maybe|so|and|but|well|then|oh|hey|perhaps)\W+)*"
     r"(?:let'?s|let us|shall we|we(?:'ll| will| could| should| can| might| must| need to| have to| gotta| ought to))\b",
@@ -67,7 +68,7 @@ _PROPOSAL = re.compile(
 _STANCE_ON_POINTED = re.compile(
     r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am| can)?\s+(?:(?:really|so|just|also)\s+)?"
     r"(?:bet|hope|think|guess|know|wish|believe|suppose|imagine|see|sure|glad)"
-    r"\s+(?:that\s+)?(?:(?:it|they|we|he|she|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
+    r"\s+(?:that\s+)?(?:(?:it|they|he|she|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
