@@ -94,4 +94,3 @@ def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[st
         keyed = db.rows(con, "queries/facts_in_frames", user_id=user_id)
     extra = [r for r in pending if pending_frames[r[0]] in asked]
     return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])
-

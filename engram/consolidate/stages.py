@@ -526,10 +526,10 @@ def _fact_pairs(
         batched=True)
     try:
         # the rule names a reason only for pairs above its cosine floor whose valence codes may contradict
+        codes = _valence_codes(ctx, facts, np.concatenate([found["row_a"].to_numpy(), found["row_b"].to_numpy()]))
         maybe = np.flatnonzero(
             (found["similarity"].to_numpy() > min(min_cosine, pair_rules.CONTRADICTION_MIN_COSINE))
-            & pair_rules.codes_may_contradict(_valence_codes(ctx, facts, found["row_a"].to_numpy()),
-                                       _valence_codes(ctx, facts, found["row_b"].to_numpy()))).tolist()
+            & pair_rules.codes_may_contradict(codes[:found.height], codes[found.height:])).tolist()
         why: list[str | None] = [None] * found.height
         reasons = rule_pool.apply(pair_rules.contradiction, [
             (texts[a_ids[i]], texts[b_ids[i]], cos[i], min_cosine) for i in maybe], ctx.settings.rule_workers)
