@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -273,14 +273,22 @@ def search_table(
     lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
     cap = max(min(settings.db_limit, index.n), 1)
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
-    dated, every_dated = _window_positions(con, index, f.user_id, windows)
-    # a window holding more rows than the cap is not scored row by row (1M rows of "today": ~150 ms of
-    # mapped vectors read): its rows are the ones near the query in a deeper vector search
-    broad = every_dated and len(dated) > WINDOW_CAP
+    # a window holding more rows than the cap is neither listed nor scored row by row (1M rows of
+    # "today": ~150 ms of mapped vectors read): its rows are the ones near the query in a deeper vector
+    # search, and the ones its words match, each checked for its date
+    sized = index.dated_count(windows) if windows and index.table in WINDOW_SQL else None
+    broad = sized is not None and sized > WINDOW_CAP
+    dated = np.zeros(0, np.int64) if broad else _window_positions(con, index, f.user_id, windows)
+
+    def inside(rows: np.ndarray) -> np.ndarray:
+        return index.dated_mask(rows, windows)
+
     while True:
         rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best)
-        if len(dated):
-            rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated, broad=broad)
+        if broad:
+            rows += _candidate_rows(index, qvec, lex, want, context, method, inside=inside)
+        elif len(dated):
+            rows += _candidate_rows(index, qvec, lex, want, context, method, among=dated)
         rows = sorted(set(rows) | {int(p) for p in index.positions(also or []) if p >= 0})
         kept = candidates.fetch(con, index, rows, f)
         if len(kept) >= 2 * limit or want >= cap:
@@ -308,48 +316,49 @@ def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
 
 
 def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]
-                      ) -> tuple[np.ndarray, bool]:
-    """Index positions of the tenant's rows dated inside the windows, and whether they are all of them: an
-    index holding the rows' dates lists all; otherwise the store is read, at most WINDOW_CAP per window."""
+                      ) -> np.ndarray:
+    """Index positions (ascending) of the tenant's rows dated inside the windows: all of them from an
+    index holding the rows' dates; otherwise read from the store, at most WINDOW_CAP per window."""
     if not windows or index.table not in WINDOW_SQL:
-        return np.zeros(0, dtype=np.int64), True
+        return np.zeros(0, dtype=np.int64)
     held = index.dated_positions(windows)
     if held is not None:
-        return held, True
+        return held
     ids = [r[0] for w in windows for r in db.rows(con, WINDOW_SQL[index.table], user_id=user_id, start=w.start,
                                                    end=w.end, cap=WINDOW_CAP)]
     pos = index.positions(ids)
-    return unique_sorted(pos[pos >= 0]), False
-
-
-def _members(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Mask of the rows found in the ascending `positions`."""
-    at = np.searchsorted(positions, rows)
-    found = at < len(positions)
-    found[found] = positions[at[found]] == rows[found]
-    return found
+    return unique_sorted(pos[pos >= 0])
 
 
 def _candidate_rows(
     index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: Context, method: str,
-    among: np.ndarray | None = None, lex_best: float | None = None, broad: bool = False,
+    among: np.ndarray | None = None, lex_best: float | None = None,
+    inside: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> list[int]:
-    """The `want` best rows by each ranking the method uses (of all rows, or of the ascending positions
-    `among`; `broad`: too many to score each by vector, so the best among the BROAD_POOL nearest rows;
-    `lex_best`: the highest of all `lex` scores, when the caller has it)."""
+    """The `want` best rows by each ranking the method uses: of all rows, of the ascending positions
+    `among`, or of the rows `inside` accepts (a window too large to list: the best among the BROAD_POOL
+    nearest rows, and among the rows its words match); `lex_best`: the highest of all `lex` scores, when
+    the caller has it."""
     rows: set[int] = set()
     if method != "lexical" and qvec is not None:
-        if among is None:
-            top, _ = index.vector_top(qvec, want, context)
-        elif broad:
+        if inside is not None:
             near, _ = index.vector_top(qvec, max(BROAD_POOL, want), context)  # best first
-            top = near[_members(near, among)][:want]
+            top = near[inside(near)][:want]
+        elif among is None:
+            top, _ = index.vector_top(qvec, want, context)
         else:
             sims = index.similarities(qvec, among)
             top = among[np.argsort(-sims, kind="stable")[:want]]
         rows.update(top.tolist())
     if lex is not None:
-        pos = top_scored(lex, want, lex_best) if among is None else among[top_scored(lex[among], want)]
+        if inside is not None:
+            matched = np.flatnonzero(lex > 0)
+            matched = matched[inside(matched)]
+            pos = matched[top_scored(lex[matched], want)]
+        elif among is None:
+            pos = top_scored(lex, want, lex_best)
+        else:
+            pos = among[top_scored(lex[among], want)]
         rows.update(pos.tolist())
     return sorted(rows)
 

@@ -76,6 +76,16 @@ class TableIndex:
         index holds the rows' dates; None: read them from the store."""
         return None
 
+    def dated_count(self, windows: Sequence[Any]) -> int | None:
+        """How many rows are dated inside the windows, without listing them, when the index holds the
+        rows' dates (a published generation's dead rows may be counted); None: unknown."""
+        return None
+
+    def dated_mask(self, rows: np.ndarray, windows: Sequence[Any]) -> np.ndarray:
+        """Mask of the live rows at these positions dated inside one of the windows (an index whose
+        dated_count is not None)."""
+        raise NotImplementedError(f"{type(self).__name__} does not hold the rows' dates; read the store")
+
     @property
     def n(self) -> int:
         """Number of rows (embedded or not)."""

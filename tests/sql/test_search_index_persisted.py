@@ -490,13 +490,58 @@ def test_the_rows_a_window_holds_are_read_from_the_index_as_the_store_would_list
             ids = [r[0] for r in db.rows(con, WINDOW_SQL[table], user_id="u1", start=windows[0].start,
                                          end=windows[0].end, cap=10**6)]
             listed = index.positions(ids)
-            assert index.dated_positions(windows).tolist() == sorted(listed[listed >= 0].tolist()), (table, days)
+            held = index.dated_positions(windows)
+            assert held.tolist() == sorted(listed[listed >= 0].tolist()), (table, days)
+            # a window too large to list: each row checked for its date, the window sized without a list
+            assert np.flatnonzero(index.dated_mask(np.arange(index.n), windows)).tolist() == held.tolist()
+            assert len(held) <= index.dated_count(windows) <= len(held) + index.n_dead
     facts = table_index(con, settings, "facts", "u1", emb.model, emb.dim)
     held = {facts.ids[p] for p in facts.dated_positions([TimeWindow(datetime(2026, 1, 3), datetime(2026, 1, 8), "x")])}
     assert {"late", "u1_f20"} <= held and "u1_f4" not in held
     indexed, exact = _both_paths(settings, con, "What happened on 5 January 2026?", search_type="facts", limit=8,
                                  user_id="u1")
     assert _ids(indexed) == _ids(exact) and "late" in _ids(indexed)
+
+
+def test_a_window_found_by_binary_search_in_the_sorted_moments_holds_the_rows_a_scan_finds():
+    from engram.text.time_window import TimeWindow
+
+    rng = np.random.default_rng(7)
+    day = np.datetime64("2026-01-01T00:00:00", "us").astype(np.int64)
+    moments = day + rng.integers(0, 30 * 86_400_000_000, 5_000)
+    moments[rng.random(5_000) < 0.1] = np.iinfo(np.int64).min  # undated rows
+    order = np.argsort(moments, kind="stable")
+
+    def window(a, b):
+        return TimeWindow(datetime(2026, 1, a), datetime(2026, 1, b), "x")
+
+    for windows in ([window(3, 4)], [window(3, 9), window(5, 12)], [window(1, 31)], [window(2, 2)],
+                    [window(10, 11), window(20, 21)], []):
+        scan = np.flatnonzero(persisted.in_windows(moments, windows))
+        found = persisted.sorted_in_windows(moments[order], order, windows)
+        assert found.tolist() == scan.tolist(), windows
+
+
+def test_a_generation_written_without_sorted_moments_lists_a_window_by_scanning(settings, con):
+    from engram.text.time_window import TimeWindow
+
+    seed_facts(settings, con, _dated_facts(40))
+    _publish(settings, con)
+    emb = HashEmbedder(settings.embed_dim)
+    windows = [TimeWindow(datetime(2026, 1, 3), datetime(2026, 1, 8), "x")]
+    PERSISTED.clear()
+    before = table_index(con, settings, "facts", "u1", emb.model, emb.dim).dated_positions(windows)
+    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    generation = path / (path / "CURRENT").read_text()
+    manifest = json.loads((generation / "manifest.json").read_text())
+    for name in (persisted.SORTED_MOMENTS, persisted.MOMENT_ORDER):  # as a generation of an older version
+        (generation / f"{name}.npy").unlink()
+        del manifest["files"][f"{name}.npy"]
+    (generation / "manifest.json").write_text(json.dumps(manifest))
+    PERSISTED.clear()
+    index = table_index(con, settings, "facts", "u1", emb.model, emb.dim)
+    assert isinstance(index, PersistedTableIndex) and persisted.MOMENT_ORDER not in index.gen.arrays
+    assert len(before) > 0 and index.dated_positions(windows).tolist() == before.tolist()
 
 
 def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest_rows(settings, con, monkeypatch):
