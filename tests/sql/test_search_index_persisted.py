@@ -85,6 +85,12 @@ def test_bm25_over_postings_equals_the_in_memory_bm25():
     for query in ("cat mat", "dog", "nothing here"):
         joined = np.concatenate(persisted.bm25_scores(parts, tokenize(query), [None, None]))
         np.testing.assert_allclose(joined, BM25(docs).score(tokenize(query)), rtol=1e-5, atol=1e-6)
+        # a generation written before the postings carried their documents' lengths: the same scores, to the bit
+        older = [persisted.Postings({k: v for k, v in persisted.postings(d).items() if k != persisted.POSTING_LENGTHS})
+                 for d in (docs[:3], docs[3:])]
+        assert all(p.doc_lengths is None for p in older)
+        gathered = np.concatenate(persisted.bm25_scores(older, tokenize(query), [None, None]))
+        assert gathered.tobytes() == joined.tobytes()
 
 
 def test_published_index_answers_like_the_exact_path(settings, con, ann):
