@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,13 +25,7 @@ from engram.query.common import (
     utcnow,
 )
 from engram.query.persisted import table_index
-from engram.query.vector_index import (
-    NO_CONTEXT,
-    Context,
-    TableIndex,
-    resolved,
-    unit_signatures,
-)
+from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
@@ -75,13 +68,6 @@ WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fac
 # The first question of a process that names a time loads the date parser (~0.5 s): on this thread while
 # the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
-# The change check of a search (the tenant's signatures, ~2 ms of DuckDB at 1M facts) runs on this pool,
-# on a cursor of its own, while the search runs on the indexes the last check found current; the answer
-# is returned only when this check finds them current still, else the search runs again on fresh ones.
-_CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-check")
-_LAST_SIGNATURES: dict[tuple, dict[str, tuple]] = {}  # (store, tenant, model, dim) -> the last check's
-_LAST_LOCK = threading.Lock()
-MAX_KNOWN_TENANTS = 4096
 
 
 @dataclass
@@ -218,46 +204,8 @@ def _search_units(
     meaning its sources had, and ranks where its best source episode would. Each episode lends its
     rank to one fact only (its best-ranked statement), so one turn never fills several slots.
     """
-    key = (resolved(settings.db_path), f.user_id, embedder.model, embedder.dim)
-    with _LAST_LOCK:
-        known = _LAST_SIGNATURES.get(key)
-    if known is None:
-        signatures = unit_signatures(con, f.user_id)  # one round trip checks both indexes
-    else:
-        check = _CHECKS.submit(_signatures_beside, con, f.user_id)
-        try:
-            hits = _units(con, settings, query, qvec, embedder, tables, limit, f, method, windows, known)
-        except BaseException:
-            wait([check])  # never left running beside the caller's next use of its connection
-            raise
-        signatures = check.result()
-        if signatures == known:
-            return hits
-    hits = _units(con, settings, query, qvec, embedder, tables, limit, f, method, windows, signatures)
-    with _LAST_LOCK:
-        if key not in _LAST_SIGNATURES and len(_LAST_SIGNATURES) >= MAX_KNOWN_TENANTS:
-            _LAST_SIGNATURES.pop(next(iter(_LAST_SIGNATURES)))  # the oldest entry
-        _LAST_SIGNATURES[key] = signatures
-    return hits
-
-
-def _signatures_beside(con: db.Connection, user_id: str) -> dict[str, tuple]:
-    """unit_signatures on a cursor of the caller's connection (a DuckDB connection serves one thread at a
-    time). It sees committed rows: a search inside the caller's own open write transaction does not."""
-    cursor = con.cursor()
-    try:
-        return unit_signatures(cursor, user_id)
-    finally:
-        cursor.close()
-
-
-def _units(
-    con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
-    tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str, windows: list[TimeWindow],
-    signatures: dict[str, tuple],
-) -> list[Hit]:
-    """_search_units on the indexes of these signatures."""
     pool = max(3 * limit, MIN_CANDIDATES)
+    signatures = unit_signatures(con, f.user_id)  # one round trip checks both indexes
     episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows,
                            signature=signatures["episodes"])
     links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id,

@@ -576,29 +576,3 @@ def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest
     nearest = search_memory(query, "facts", 5, "u1", settings=settings, con=con)
     assert max(scored, default=0) < 61  # now never
     assert _ids(nearest)[0] == _ids(every_row)[0] == "in_window"  # the nearest in the window, lifted by its time
-
-
-def test_a_search_runs_on_the_last_checked_indexes_and_again_when_its_change_check_differs(settings, con,
-                                                                                            monkeypatch):
-    from engram.query import search
-
-    seed_facts(settings, con, _facts(30))
-    _publish(settings, con)
-    runs: list[dict] = []
-    units = search._units
-
-    def counting(*args):
-        runs.append(args[-1])
-        return units(*args)
-
-    monkeypatch.setattr(search, "_units", counting)
-    search._LAST_SIGNATURES.clear()
-    search_memory("garden tea", "both", 5, "u1", settings=settings, con=con)
-    search_memory("garden tea", "both", 5, "u1", settings=settings, con=con)
-    assert len(runs) == 2 and runs[0] == runs[1]  # the second ran once, on the indexes the first checked
-    seed_facts(settings, con, [{"id": "late", "text": "Zanzibar violin lessons start Tuesday"}])
-    hits = search_memory("Zanzibar violin lessons", "both", 3, "u1", settings=settings, con=con)
-    assert len(runs) == 4 and runs[2] == runs[1] and runs[3] != runs[2]  # the check saw the write: run again
-    assert _ids(hits)[0] == "late"
-    search_memory("Zanzibar violin lessons", "both", 3, "u1", settings=settings, con=con)
-    assert len(runs) == 5 and runs[4] == runs[3]
