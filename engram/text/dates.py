@@ -33,6 +33,11 @@ _UNIT = (r"(?:second|minute|hour|day|night|morning|afternoon|evening|week|weeken
 _STRONG_ANCHOR = re.compile(rf"\b(?:{_STRONG_WORDS})\b", re.IGNORECASE)
 _WEAK_BESIDE_UNIT = re.compile(rf"\b(?:{_WEAK_BEFORE})\W+(?:\w+\W+){{0,2}}?{_UNIT}\b"
                                rf"|\b{_UNIT}\W+(?:\w+\W+){{0,2}}?(?:{_WEAK_AFTER})\b", re.IGNORECASE)
+# dateparser's search finds no time followed by a comma and a clause ("Last week, I went ..." gives
+# nothing where "Last week I went ..." gives "Last week"); it splits clauses at a semicolon, so a comma
+# that does not start a number (not the one of "May 7, 2023") is handed to it as one. Same length: each
+# span it finds is at the same place in the sentence.
+_CLAUSE_COMMA = re.compile(r",(?!\s*\d)")
 _EDGE_WORDS = re.compile(r"^(?:and|the|on|in|at|of|for|to)\s+|\s+(?:and|the|on|in|at|of|for|to)$", re.I)
 
 
@@ -76,12 +81,15 @@ def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
     if not _may_name_a_time(sentence):
         return []  # no span of it could be kept: dateparser (milliseconds a sentence) need not run
     settings = {"RELATIVE_BASE": said_at, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+    searched = _CLAUSE_COMMA.sub(";", sentence)
     try:
-        found = _search()(sentence, languages=["en"], settings=settings) or []
+        found = _search()(searched, languages=["en"], settings=settings) or []
     except (ValueError, OverflowError, TypeError):  # dateparser raises on odd inputs; no date then
         return []
     out = []
     for span, moment in found:
+        at = searched.find(span)
+        span = sentence[at:at + len(span)] if at >= 0 else span
         span = _EDGE_WORDS.sub("", span.strip(" ,.;:!?")).strip()
         if span and is_time_expression(span):
             out.append(TimeMention(span, moment, relative=not CALENDAR.search(span)))

@@ -107,6 +107,16 @@ def test_last_this_and_next_are_read_as_time_only_beside_a_unit_of_time(monkeypa
         assert time_mentions(sentence, SAID) == []
 
 
+def test_a_time_before_a_comma_and_a_clause_is_found_where_it_is_written() -> None:
+    # dateparser's search alone finds nothing in the first, and "Thursday, a" in the third
+    found = [[(m.span, m.moment.date()) for m in time_mentions(s, SAID)]
+             for s in ("Last week, I adopted a dog.", "On May 7, 2023, I ran a marathon.", "On Thursday, a storm came.")]
+    assert found == [[("Last week", datetime(2023, 5, 1).date())], [("May 7, 2023", datetime(2023, 5, 7).date())],
+                     [("Thursday", datetime(2023, 5, 4).date())]]
+    text, about = with_absolute_dates("Last week, I adopted a dog.", SAID)
+    assert text == "Last week (1 May 2023), I adopted a dog." and about is not None
+
+
 def test_an_episode_becomes_its_statements() -> None:
     got = atomic_statements(
         "Hey Mel! Good to see you! I went to a LGBTQ support group yesterday. What about you?", "Caroline", SAID)
