@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import cached_property
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
@@ -468,7 +469,8 @@ class Generation:
             # plain ndarray views of the maps: np.memmap's Python-level indexing is slow per call
             self.arrays = {k: np.asarray(np.load(path / f"{k}.npy", mmap_mode="r", allow_pickle=False))
                            for k in ARRAYS}
-            # generations with a graph (none before); the sorted moments (none before 2026-11-27)
+            # the float16 vectors of a generation with a graph; the sorted moments and the postings'
+            # document lengths of one written from 2026-11-27 on
             for optional in (HALF_VECTORS, SORTED_MOMENTS, MOMENT_ORDER, POSTING_LENGTHS):
                 if f"{optional}.npy" in manifest.get("files", {}):
                     self.arrays[optional] = np.asarray(
@@ -679,13 +681,12 @@ class PersistedTableIndex(TableIndex):
         base = self.gen.dated(windows)
         if self.n_dead:
             base = base[~self.dead[base]]
-        delta = np.flatnonzero(in_windows(row_moments(self.delta_columns, self.table), windows)) + self.nb
+        delta = np.flatnonzero(in_windows(self._delta_moments, windows)) + self.nb
         return np.concatenate([base, delta])
 
     def dated_count(self, windows: Sequence[Any]) -> int:
         # the base's dead rows are counted: this sizes a window, dated_positions lists it
-        return self.gen.count_dated(windows) + int(in_windows(row_moments(self.delta_columns, self.table),
-                                                              windows).sum())
+        return self.gen.count_dated(windows) + int(in_windows(self._delta_moments, windows).sum())
 
     def dated_mask(self, rows: np.ndarray, windows: Sequence[Any]) -> np.ndarray:
         rows = np.asarray(rows, np.int64)
@@ -693,8 +694,13 @@ class PersistedTableIndex(TableIndex):
         base = rows < self.nb
         at = rows[base]
         inside[base] = in_windows(self.gen.moments[at], windows) & ~self.dead[at]
-        inside[~base] = in_windows(row_moments(self.delta_columns, self.table)[rows[~base] - self.nb], windows)
+        inside[~base] = in_windows(self._delta_moments[rows[~base] - self.nb], windows)
         return inside
+
+    @cached_property
+    def _delta_moments(self) -> np.ndarray:
+        """The delta rows' times as a window reads them (row_moments), read once per delta."""
+        return row_moments(self.delta_columns, self.table)
 
     def text(self, r: int) -> str:
         """The searchable text of row r (an episode's is "role: content")."""
