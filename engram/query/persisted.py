@@ -90,7 +90,7 @@ COLUMNS_FILE = "columns.arrow"  # every row's search columns (candidates.COLUMNS
 WINDOW_TIME = {"facts": ("valid_from", "asserted_at"), "episodes": ("created_at",)}
 _UNDATED = np.iinfo(np.int64).min  # no window holds it
 # The rows' moments sorted, and the row of each: a window's rows are one binary search away, not a scan of
-# every row (~5-15 ms at 1M). Written from 2026-11-27 on; a generation without them is scanned.
+# every row (3-26 ms a question at 1M). Written from 2026-11-27 on; a generation without them is scanned.
 SORTED_MOMENTS, MOMENT_ORDER = "sorted_moments", "moment_order"
 # Each posting's document length, beside bm25_docs: BM25 reads it in order instead of gathering each
 # document's norm (written from 2026-11-27 on; a generation without it gathers).
