@@ -30,9 +30,10 @@ def seed_episodes(settings: Any, con: Any, rows: list[dict[str, Any]], embed: bo
 
 
 def seed_facts(settings: Any, con: Any, rows: list[dict[str, Any]], embed: bool = True,
-               model: str | None = None, dim: int | None = None) -> list[str]:
-    """Insert facts through the production insert_facts query; returns their ids."""
-    emb = HashEmbedder(dim or settings.embed_dim)
+               model: str | None = None, dim: int | None = None, embedder: Any = None) -> list[str]:
+    """Insert facts through the production insert_facts query (hash vectors unless `embedder` is given);
+    returns their ids."""
+    emb = embedder or HashEmbedder(dim or settings.embed_dim)
     out = []
     for i, r in enumerate(rows):
         text = r["text"]
@@ -46,7 +47,7 @@ def seed_facts(settings: Any, con: Any, rows: list[dict[str, Any]], embed: bool 
             "valid_from": r.get("valid_from"), "created_at": now, "last_updated": now,
             "last_reinforced_at": now, "embedding": vec,
             "embedding_model": (model or emb.model) if embed else None,
-            "embedding_dim": (dim or settings.embed_dim) if embed else None,
+            "embedding_dim": (dim or emb.dim) if embed else None,
             "content_hash": content_hash(text), "tags": r.get("tags", []),
             "visibility": r.get("visibility", "project"), "is_private": r.get("is_private", False),
             "run_id": "seed",

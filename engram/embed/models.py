@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +18,8 @@ from engram.store.vectors import l2_normalize, validate_vectors
 
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_MAX_TOKENS = 256
+MINILM_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_DIM = 384  # the packaged model's output width (its file is checked by MINILM_SHA256)
 VOCAB_PATH = Path(__file__).resolve().parent.parent / "resources" / "minilm_vocab.txt"
 MINILM_CHUNK = 16  # texts per ONNX run, of similar token length (bench/EMBED.md: 32 pads more for no gain)
 GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
@@ -61,7 +63,7 @@ class MiniLMEmbedder:
 
     provider = "minilm"
 
-    def __init__(self, model_path: Path | None = None, model: str = "all-MiniLM-L6-v2-onnx-int8") -> None:
+    def __init__(self, model_path: Path | None = None, model: str = MINILM_MODEL) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import BertWordPieceTokenizer
@@ -217,9 +219,26 @@ def _check_sha256(path: Path, expected: str) -> None:
         raise EmbedderUnavailable(f"embedding model {path} has sha256 {digest}, expected {expected}")
 
 
-@cache
+_MINILM_LOADED: dict[tuple[Path | None, str], MiniLMEmbedder] = {}
+_MINILM_LOCK = threading.Lock()
+
+
 def _minilm(model_path: Path | None, model: str) -> MiniLMEmbedder:
-    return MiniLMEmbedder(model_path, model)
+    with _MINILM_LOCK:  # one load per model and process, whichever thread asks first
+        if (model_path, model) not in _MINILM_LOADED:
+            _MINILM_LOADED[model_path, model] = MiniLMEmbedder(model_path, model)
+        return _MINILM_LOADED[model_path, model]
+
+
+def identity_before_load(settings: Settings) -> tuple[str, int] | None:
+    """(model, dim) of the configured embedder when its model file is still to be loaded and both are
+    known without loading it (the packaged MiniLM); None when it is loaded or they are not known."""
+    if settings.embedder != "minilm" or settings.embed_model_path is not None:
+        return None
+    with _MINILM_LOCK:
+        if (None, MINILM_MODEL) in _MINILM_LOADED:
+            return None
+    return MINILM_MODEL, MINILM_DIM
 
 
 def from_settings(settings: Settings) -> Embedder:
@@ -227,7 +246,7 @@ def from_settings(settings: Settings) -> Embedder:
     if settings.embedder == "hash":
         return HashEmbedder(settings.embed_dim)
     if settings.embedder == "minilm":
-        model = settings.embed_model if settings.embed_model_path else "all-MiniLM-L6-v2-onnx-int8"
+        model = settings.embed_model if settings.embed_model_path else MINILM_MODEL
         return _minilm(settings.embed_model_path, model)
     if settings.embedder == "gemini":
         return GeminiEmbedder(settings)

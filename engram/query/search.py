@@ -6,6 +6,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engram.arrays import unique_sorted
+from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
 from engram.query import candidates
 from engram.query.common import (
@@ -68,6 +70,10 @@ WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fac
 # The first question of a process that names a time loads the date parser (~0.5 s): on this thread while
 # the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
+# The first search of a process loads the embedding model (~0.2-0.3 s; onnxruntime lets go of the GIL):
+# on this thread while the store is opened and the tenant's indexes are mapped (~0.2 s sooner to the
+# first answer of a one-shot `engram search`).
+_FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
 
 
 @dataclass
@@ -154,20 +160,38 @@ def search_memory(
         windows_soon = _FIRST_DATES.submit(query_windows, query, filters.at)
     windows = query_windows(query, filters.at) if windows_soon is None else []
     qvec = None
-    if method != "lexical":
+    ahead = identity_before_load(settings) if method != "lexical" and embedder is None else None
+    embedding_soon = _FIRST_EMBED.submit(embed_query, settings, [query]) if ahead is not None else None
+    if method != "lexical" and embedding_soon is None:
         vectors, embedder = embed_query(settings, [query], embedder)
         qvec = vectors[0]
-    elif embedder is None:
+    elif embedder is None and method == "lexical":
         from engram import embed as embedders
 
         embedder = embedders.from_settings(settings)
-    if windows_soon is not None:
-        windows = windows_soon.result()
-    if con is None:
-        with db.open_reader(settings) as own:
-            return _search(own, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method,
-                           windows)
-    return _search(con, settings, query, qvec, embedder, SEARCH_TYPES[search_type], limit, filters, method, windows)
+    tables = SEARCH_TYPES[search_type]
+    with ExitStack() as stack:
+        try:
+            reader = con if con is not None else stack.enter_context(db.open_reader(settings))
+        except BaseException:
+            if embedding_soon is not None:
+                embedding_soon.result()  # an embedder that fails says so first, as it does without the overlap
+            raise
+        if embedding_soon is not None:
+            _map_indexes(reader, settings, tables, user_id, *ahead)
+            vectors, embedder = embedding_soon.result()
+            qvec = vectors[0]
+        if windows_soon is not None:
+            windows = windows_soon.result()
+        return _search(reader, settings, query, qvec, embedder, tables, limit, filters, method, windows)
+
+
+def _map_indexes(con: db.Connection, settings: Settings, tables: tuple[str, ...], user_id: str, model: str,
+                 dim: int) -> None:
+    """Open the indexes the search below will use (it then finds them in the process's caches): the
+    same calls it makes, so the same fallbacks and warnings."""
+    for table in ("episodes", "facts") if "facts" in tables else ("episodes",):  # facts borrow episodes' ranks
+        table_index(con, settings, table, user_id, model, dim)
 
 
 def _search(
