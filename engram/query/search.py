@@ -71,8 +71,8 @@ WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fac
 # the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
 # The first search of a process loads the embedding model (~0.2-0.3 s; onnxruntime lets go of the GIL):
-# on this thread while the store is opened and the tenant's indexes are mapped (~0.2 s sooner to the
-# first answer of a one-shot `engram search`).
+# on this thread while the store is opened and the tenant's indexes are mapped (a one-shot `engram search`
+# at 1M facts: 0.08-0.25 s sooner to its answer, bench/SEARCH.md).
 _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
 
 
@@ -162,13 +162,14 @@ def search_memory(
     qvec = None
     ahead = identity_before_load(settings) if method != "lexical" and embedder is None else None
     embedding_soon = _FIRST_EMBED.submit(embed_query, settings, [query]) if ahead is not None else None
-    if method != "lexical" and embedding_soon is None:
+    if method == "lexical":
+        if embedder is None:
+            from engram import embed as embedders
+
+            embedder = embedders.from_settings(settings)
+    elif embedding_soon is None:
         vectors, embedder = embed_query(settings, [query], embedder)
         qvec = vectors[0]
-    elif embedder is None and method == "lexical":
-        from engram import embed as embedders
-
-        embedder = embedders.from_settings(settings)
     tables = SEARCH_TYPES[search_type]
     with ExitStack() as stack:
         try:
