@@ -72,7 +72,7 @@ WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fac
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
 # The first search of a process loads the embedding model (~0.2-0.3 s; onnxruntime lets go of the GIL):
 # on this thread while the store is opened and the tenant's indexes are mapped (a one-shot `engram search`
-# at 1M facts: 0.08-0.25 s sooner to its answer, bench/SEARCH.md).
+# at 1M facts: up to 0.25 s sooner to its answer, bench/SEARCH.md).
 _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
 
 
