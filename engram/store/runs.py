@@ -59,8 +59,10 @@ def record_stage(
     row = dict(run_id=run_id, user_id=user_id, stage=stage, status=status, as_of=as_of, started_at=started_at,
                finished_at=finished, watermark=watermark, counts=json.dumps(counts, default=str),
                duration_ms=(finished - started_at).total_seconds() * 1000, error=error)
-    db.execute(con, "queries/update_stage_run", **row)
-    db.execute(con, "queries/insert_stage_run_if_absent", **row)
+    # the first record of a stage (most of them) is one statement; an update only when a row was there
+    # (a failed attempt, or LLM usage recorded while the stage ran)
+    if not db.rows(con, "queries/insert_stage_run_if_absent", **row)[0][0]:
+        db.execute(con, "queries/update_stage_run", **row)
 
 
 def _holder_is_dead(holder: str) -> bool:

@@ -1,5 +1,5 @@
--- Records the outcome of one stage of one run for one tenant when it has no runs row yet (after
--- update_stage_run, in the same transaction). LLM usage columns start at 0.
+-- Records the outcome of one stage of one run for one tenant when it has no runs row yet; returns the
+-- count inserted (0: the row exists, and update_stage_run updates it). LLM usage columns start at 0.
 -- Params: $run_id, $user_id, $stage, $status, $as_of, $started_at, $finished_at, $watermark,
 -- $counts, $duration_ms, $error.
 insert into runs (
