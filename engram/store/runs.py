@@ -79,25 +79,33 @@ def _holder_is_dead(holder: str) -> bool:
     return False
 
 
+def _take_lease(con: db.Connection, user_id: str, run_id: str, holder: str, now: datetime, ttl: timedelta) -> bool:
+    """Take the tenant's lease in one statement; False when another live holder has it."""
+    return bool(db.rows(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
+                        now=now, expires_at=now + ttl))
+
+
+def _take_over_dead(con: db.Connection, user_id: str, run_id: str, holder: str, now: datetime,
+                    ttl: timedelta) -> bool:
+    """Take the lease from a holder that was killed on this host (kill -9, OOM): its lease is void."""
+    current = db.rows(con, "queries/lease_holder", user_id=user_id)
+    if not current or not _holder_is_dead(current[0][0]):
+        return False
+    with db.transaction(con):
+        db.execute(con, "queries/release_lease", user_id=user_id, holder=current[0][0])
+        return _take_lease(con, user_id, run_id, holder, now, ttl)
+
+
 @contextmanager
 def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = timedelta(hours=2)) -> Iterator[None]:
     """Hold the tenant's consolidation lease for the block; LeaseHeld if another live run has it."""
     holder = holder_id()
     now = datetime.now()
-    with db.open_store(settings) as con, db.transaction(con):
-        db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
-                   now=now, expires_at=now + ttl)
-        current = db.rows(con, "queries/lease_holder", user_id=user_id)
-    if current and current[0][0] != holder and _holder_is_dead(current[0][0]):
-        # the holder was killed on this host (kill -9, OOM): its lease is void, take it over
-        with db.open_store(settings) as con, db.transaction(con):
-            db.execute(con, "queries/release_lease", user_id=user_id, holder=current[0][0])
-            db.execute(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
-                       now=now, expires_at=now + ttl)
-            current = db.rows(con, "queries/lease_holder", user_id=user_id)
-    if not current or current[0][0] != holder:
-        other = current[0] if current else ("?", "?", "?")
-        raise LeaseHeld(f"tenant {user_id} is being consolidated by {other[0]} (run {other[1]}) until {other[2]}")
+    with db.open_store(settings) as con:
+        if not _take_lease(con, user_id, run_id, holder, now, ttl) and not _take_over_dead(
+                con, user_id, run_id, holder, now, ttl):
+            other = (db.rows(con, "queries/lease_holder", user_id=user_id) or [("?", "?", "?")])[0]
+            raise LeaseHeld(f"tenant {user_id} is being consolidated by {other[0]} (run {other[1]}) until {other[2]}")
     try:
         yield
     finally:

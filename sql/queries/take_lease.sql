@@ -1,5 +1,6 @@
--- Takes the tenant's consolidation lease unless another live holder has it. Params: $user_id,
--- $run_id, $holder, $now, $expires_at.
+-- Takes the tenant's consolidation lease unless another live holder has it; returns one row (the
+-- holder) when taken, none when another live holder keeps it. Params: $user_id, $run_id, $holder,
+-- $now, $expires_at.
 insert into run_leases (user_id, run_id, holder, acquired_at, expires_at)
 values ($user_id, $run_id, $holder, $now, $expires_at)
 on conflict (user_id) do update
@@ -10,3 +11,4 @@ set
     expires_at = excluded.expires_at
 where run_leases.expires_at < $now
     or run_leases.holder = excluded.holder
+returning holder

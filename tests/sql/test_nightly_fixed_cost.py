@@ -4,6 +4,7 @@ step's short-circuit, and the store held across tenants."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -17,7 +18,7 @@ from engram.llm.usage import Usage, record_run_usage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import add_episodes
-from engram.store.runs import record_stage, run_steps
+from engram.store.runs import LeaseHeld, holder_id, record_stage, run_steps, tenant_lease
 
 AS_OF = datetime(2026, 3, 1, 3, 0)
 RUN = "run-cost"
@@ -71,6 +72,43 @@ def test_run_steps_reports_and_records_the_failing_stage(settings) -> None:
                   on_stage=lambda s, c: seen.append((s, c)))
     assert seen == [("embed", {"episodes": 0}), ("extract", {"failed": "ValueError: no"})]
     assert [r[1:3] + r[5:] for r in _runs(settings)] == [("extract", "failed", "ValueError: no")]
+
+
+def _lease_to(settings: Settings, holder: str, expires_at: datetime) -> None:
+    with db.open_store(settings) as con:
+        con.execute("delete from run_leases")
+        con.execute("insert into run_leases values ('u1', 'run-other', $h, $a, $e)",
+                    {"h": holder, "a": expires_at - timedelta(hours=2), "e": expires_at})
+
+
+def _leases(settings: Settings) -> list[tuple]:
+    with db.open_store(settings) as con:
+        return con.execute("select user_id, run_id, holder from run_leases").fetchall()
+
+
+def test_the_lease_is_taken_in_one_statement_and_refused_to_a_second_holder(settings) -> None:
+    with tenant_lease(settings, "u1", RUN):
+        assert _leases(settings) == [("u1", RUN, holder_id())]
+        with tenant_lease(settings, "u1", RUN):  # the same holder again (a retry in this process)
+            pass
+    assert _leases(settings) == []  # released
+    live_elsewhere = "another-host:4242"
+    _lease_to(settings, live_elsewhere, datetime.now() + timedelta(hours=1))
+    with pytest.raises(LeaseHeld, match="another-host:4242 \\(run run-other\\)"):
+        with tenant_lease(settings, "u1", RUN):
+            pytest.fail("ran under another holder's lease")
+    assert _leases(settings) == [("u1", "run-other", live_elsewhere)]  # untouched
+
+
+@pytest.mark.parametrize("holder, expires_in", [
+    ("another-host:4242", timedelta(hours=-1)),  # expired
+    (f"{socket.gethostname()}:999999999", timedelta(hours=1)),  # live lease, but its process on this host is gone
+])
+def test_an_expired_or_dead_holders_lease_is_taken_over(settings, holder: str, expires_in: timedelta) -> None:
+    _lease_to(settings, holder, datetime.now() + expires_in)
+    with tenant_lease(settings, "u1", RUN):
+        assert _leases(settings) == [("u1", RUN, holder_id())]
+    assert _leases(settings) == []
 
 
 def test_a_tenant_with_nothing_due_skips_the_archive_work(settings) -> None:
