@@ -18,7 +18,13 @@ from engram.llm.usage import Usage, record_run_usage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import add_episodes
-from engram.store.runs import LeaseHeld, holder_id, record_stage, run_steps, tenant_lease
+from engram.store.runs import (
+    LeaseHeld,
+    holder_id,
+    record_stage,
+    run_steps,
+    tenant_lease,
+)
 
 AS_OF = datetime(2026, 3, 1, 3, 0)
 RUN = "run-cost"
@@ -94,9 +100,8 @@ def test_the_lease_is_taken_in_one_statement_and_refused_to_a_second_holder(sett
     assert _leases(settings) == []  # released
     live_elsewhere = "another-host:4242"
     _lease_to(settings, live_elsewhere, datetime.now() + timedelta(hours=1))
-    with pytest.raises(LeaseHeld, match="another-host:4242 \\(run run-other\\)"):
-        with tenant_lease(settings, "u1", RUN):
-            pytest.fail("ran under another holder's lease")
+    with pytest.raises(LeaseHeld, match="another-host:4242 \\(run run-other\\)"), tenant_lease(settings, "u1", RUN):
+        pytest.fail("ran under another holder's lease")
     assert _leases(settings) == [("u1", "run-other", live_elsewhere)]  # untouched
 
 
