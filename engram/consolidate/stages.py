@@ -130,8 +130,9 @@ def statement_drafts(
     row_of = {eid: j for j, eid in enumerate(eps["id"].to_list())}
     previous = [row_of.get(p) if p is not None else None for p in eps["previous_id"].to_list()]
     for i in rows:
-        found = [(st, [i]) for st in atomic_statements(contents[i], roles[i], times[i])]
         p = previous[i]
+        listener = roles[p] if p is not None else None  # "you" is the one who spoke the turn before
+        found = [(st, [i]) for st in atomic_statements(contents[i], roles[i], times[i], listener)]
         if not found and p is not None and roles[p] != roles[i]:
             st = answered_question(contents[p], roles[p], contents[i], roles[i], times[i])
             found = [(st, [p, i])] if st is not None else []

@@ -2,7 +2,8 @@
 
 "I adopted a dog yesterday" said by Caroline on 8 May 2023 becomes "Caroline adopted a dog yesterday
 (7 May 2023)": the speaker resolved (I -> the speaker's name, with the verb agreeing: "I love" ->
-"Caroline loves"), relative time resolved against when it was said (engram.text.dates), and the
+"Caroline loves"; "you" -> the listener's name when the turn before was someone else's), relative time
+resolved against when it was said (engram.text.dates), and the
 moment it is about kept as data (the fact's valid_from). Questions, filler, fragments and sentences
 that lean on the previous turn ("That sounds great") are not statements, except an answer to the
 question the turn before it asked, which is stored with that question ("Which team did John sign
@@ -69,6 +70,10 @@ _STANCE_ON_POINTED = re.compile(
     r"^\W*(?:(?:well|oh|and|but|so)\W+)*i(?:'m| am| can)?\s+(?:(?:really|so|just|also)\s+)?"
     r"(?:bet|hope|think|guess|know|wish|believe|suppose|imagine|see|sure|glad)"
     r"\s+(?:that\s+)?(?:(?:it|they|he|she|this|these|those|you)(?:'[a-z]+)?|that'[a-z]+)\b", re.IGNORECASE)
+# "do you" -> "does Ann": the auxiliary agrees with the name that replaces "you"
+_AUX_BEFORE_YOU = {"do": "does", "are": "is", "have": "has", "were": "was"}
+_YOU = {"you": "{}", "yourself": "{}", "your": "{}'s", "yours": "{}'s", "you're": "{} is", "you've": "{} has",
+        "you'll": "{} will", "you'd": "{} would"}
 _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
@@ -161,9 +166,38 @@ def _next_word(tokens: list[str], i: int) -> int | None:
     return j if j < len(tokens) else None
 
 
-def resolve_speaker(sentence: str, name: str | None) -> str:
-    """First person singular replaced by the speaker's name ("I love my dog" -> "Ann loves Ann's dog")."""
-    if not name:
+# "you" opens a clause after these, so the verb after it agrees with the name ("I hope you have" -> "I hope
+# Ann has"); after any other word it is an object ("I'll let you know" -> "I'll let Ann know")
+_CLAUSE_BEFORE_YOU = {"that", "if", "when", "because", "since", "as", "while", "and", "but", "so", "or", "think",
+                      "hope", "know", "guess", "bet", "believe", "said", "wish", "heard", "remember"}
+_YOU_AGREES = {"are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't"}
+
+
+def _agreeing_verb(tokens: list[str], i: int, second_person: bool) -> tuple[int, str] | None:
+    """The verb after the subject at `i` (or after one adverb: "I really love") and its third-person form."""
+    verb_at = _next_word(tokens, i)
+    if verb_at is not None and (tokens[verb_at].lower() in PRE_VERB_ADVERBS  # "still", "even" are verbs too
+                                or (_third_person(tokens[verb_at]) is None and tokens[verb_at].endswith("ly"))):
+        verb_at = _next_word(tokens, verb_at)
+    if verb_at is None:
+        return None
+    low = tokens[verb_at].lower().replace("\u2019", "'")
+    verb = _YOU_AGREES.get(low) if second_person and low in _YOU_AGREES else _third_person(tokens[verb_at])
+    return (verb_at, verb) if verb is not None else None
+
+
+def _opens_clause_at(tokens: list[str], i: int) -> bool:
+    """Whether the word at `i` starts a clause: nothing before it, punctuation, or a clause opener."""
+    before = "".join(tokens[:i]).rstrip()
+    if not before or not before[-1].isalpha():
+        return True
+    return before.split()[-1].lower() in _CLAUSE_BEFORE_YOU
+
+
+def resolve_speaker(sentence: str, name: str | None, listener: str | None = None) -> str:
+    """First person singular replaced by the speaker's name ("I love my dog" -> "Ann loves Ann's dog"), and the
+    second person by the listener's when the listener is known ("I miss you" -> "Ann misses Tom")."""
+    if not name and not listener:
         return sentence
     tokens = _TOKEN.findall(sentence)  # word tokens and the runs between them, in order
     out: list[str] = []
@@ -171,26 +205,27 @@ def resolve_speaker(sentence: str, name: str | None) -> str:
     while i < len(tokens):
         tok = tokens[i]
         low = tok.lower().replace("\u2019", "'")
+        at_start = not any(t.strip() for t in out)
         # "The user" opens a sentence; inside one it is "the user" (a proper name keeps its case)
-        here = name if not any(t.strip() for t in out) or name != "The user" else "the user"
-        if low in _CONTRACTIONS:
+        here = name if at_start or name != "The user" else "the user"
+        there = listener if at_start or listener != "The user" else "the user"
+        subject = bool(name) if low == "i" else bool(listener) and low == "you" and _opens_clause_at(tokens, i)
+        if name and low in _CONTRACTIONS:
             out.append(f"{here} {_CONTRACTIONS[low]}")
-        elif low == "i":
-            out.append(here)
-            # the verb after "I", or after one adverb ("I really love", "I also love"), agrees with the name
-            verb_at = _next_word(tokens, i)
-            if verb_at is not None and (tokens[verb_at].lower() in PRE_VERB_ADVERBS  # "still", "even" are verbs too
-                                        or (_third_person(tokens[verb_at]) is None and tokens[verb_at].endswith("ly"))):
-                verb_at = _next_word(tokens, verb_at)
-            verb = _third_person(tokens[verb_at]) if verb_at is not None else None
-            if verb is not None:
+        elif subject:
+            out.append(here if low == "i" else there)
+            agreeing = _agreeing_verb(tokens, i, second_person=low == "you")
+            if agreeing is not None:
+                verb_at, verb = agreeing
                 out.extend(tokens[i + 1:verb_at])
                 out.append(verb)
                 i = verb_at
-        elif low in ("my", "mine"):
+        elif name and low in ("my", "mine"):
             out.append(f"{here}'s")
-        elif low in ("me", "myself"):
+        elif name and low in ("me", "myself"):
             out.append(here)
+        elif listener and low in _YOU:
+            out.append(_YOU[low].format(there))
         else:
             out.append(tok)
         i += 1
@@ -320,13 +355,29 @@ def worth_remembering(sentence: str) -> bool:
         return False  # the verb phrase is the previous turn's ("I would love to!")
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
-    return self_containedness(sentence) >= MIN_SELF_CONTAINED
+    return self_containedness(sentence) >= MIN_SELF_CONTAINED or _short_claim(sentence)
 
 
-# "do you" -> "does Ann": the auxiliary agrees with the name that replaces "you"
-_AUX_BEFORE_YOU = {"do": "does", "are": "is", "have": "has", "were": "was"}
-_YOU = {"you": "{}", "yourself": "{}", "your": "{}'s", "yours": "{}'s", "you're": "{} is", "you've": "{} has",
-        "you'll": "{} will", "you'd": "{} would"}
+def _short_claim(sentence: str) -> bool:
+    """A statement too short to pass as self-contained that still is one: the speaker and a thing
+    ("I'm a plumber", "I love tacos", "I'm from Ohio"), not a state or a reaction ("I'm so
+    jealous", "I'm doing great")."""
+    tokens = words(sentence)
+    if sentence.rstrip().endswith("?") or not tokens or tokens[0].split("'")[0] != "i" or not _opens_clause(sentence):
+        return False
+    rest = tokens[1:]
+    if tokens[0] == "i'm" and rest and "VBG" in _verb_tags(rest[0]):
+        rest = rest[1:]  # "I'm doing great": the progressive's verb, not a thing
+    return any(_names_a_thing(w) for w in rest if w not in STOPWORDS and not _stance(w))
+
+
+def _names_a_thing(word: str) -> bool:
+    """A noun that is no adjective too, a word no dictionary knows (a name), or a number."""
+    if any(c.isdigit() for c in word):
+        return True
+    lemmas, _ = _inflection()
+    readings = lemmas(word)
+    return not readings or ("NOUN" in readings and "ADJ" not in readings)
 
 
 def addressed_to(question: str, name: str) -> str:
@@ -366,13 +417,16 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS:
         return None  # "Did Ann make it? Yes!" says nothing a memory can use
     dated, about = with_absolute_dates(answer, said_at)
-    text = f"{question} {resolve_speaker(dated, answerer)}"[:MAX_STATEMENT_CHARS]
+    text = f"{question} {resolve_speaker(dated, answerer, speaker_name(asker_role))}"[:MAX_STATEMENT_CHARS]
     return Statement(text, f"{asked[-1]} {answer}", about)
 
 
-def atomic_statements(content: str, role: str | None, said_at: datetime) -> list[Statement]:
-    """The statements of one episode, in order, each standing alone."""
+def atomic_statements(content: str, role: str | None, said_at: datetime,
+                      listener_role: str | None = None) -> list[Statement]:
+    """The statements of one episode, in order, each standing alone; "you" names the listener when
+    `listener_role` (the one who spoke the turn before, in a conversation of two) has a name."""
     name = speaker_name(role)
+    listener = speaker_name(listener_role) if listener_role != role else None
     out: list[Statement] = []
     seen: set[str] = set()
     for sentence in (c for s in split_sentences(content) for c in clauses(s)):
@@ -382,7 +436,7 @@ def atomic_statements(content: str, role: str | None, said_at: datetime) -> list
         if not worth_remembering(sentence):
             continue
         dated, about = with_absolute_dates(sentence, said_at)
-        text = resolve_speaker(dated, name)[:MAX_STATEMENT_CHARS]
+        text = resolve_speaker(dated, name, listener)[:MAX_STATEMENT_CHARS]
         if text.lower() not in seen:
             seen.add(text.lower())
             out.append(Statement(text, sentence, about))

@@ -95,3 +95,18 @@ def test_an_answer_that_leans_on_the_question_before_it_becomes_one_fact_with_it
     hits = search_memory("Which team did John sign with?", "both", 3, "john", settings=settings)
     assert hits[0].table == "facts" and sorted(s["id"] for s in hits[0].sources) == ["t0", "t1"]
     assert not any(h.table == "episodes" and h.id in ("t0", "t1") for h in hits)  # folded under the fact
+
+
+def test_you_in_a_stored_fact_names_the_one_who_spoke_the_turn_before(settings: Settings) -> None:
+    turns = [("Melanie", "I finished my first pottery bowl last week!"),
+             ("Caroline", "I'm so proud of you! I will bring you my old kiln next month."),
+             ("Caroline", "I told you my kiln is in the garage.")]  # her own turn before: no one to name
+    add_episodes([{"id": f"p{i}", "user_id": "mel", "role": who, "session_id": "s1", "content": text,
+                   "created_at": (T0 + timedelta(minutes=i)).isoformat()} for i, (who, text) in enumerate(turns)],
+                 settings)
+    run_tenant(settings, "mel", "run-1", T0 + timedelta(days=1), list(STAGES))
+    with db.open_store(settings) as con:
+        texts = {t for (t,) in con.execute("select text from facts where user_id = 'mel'").fetchall()}
+    assert "Caroline is so proud of Melanie!" in texts
+    assert any(t.startswith("Caroline will bring Melanie Caroline's old kiln next month") for t in texts)
+    assert "Caroline told you Caroline's kiln is in the garage." in texts

@@ -40,6 +40,34 @@ def test_first_person_becomes_the_speaker(sentence: str, name: str | None, want:
     assert resolve_speaker(sentence, name) == want
 
 
+@pytest.mark.parametrize(("sentence", "want"), [
+    ("I'm so proud of you!", "Ann is so proud of Tom!"),
+    ("I hope you have fun at the concert.", "Ann hopes Tom has fun at the concert."),  # "you" opens a clause
+    ("I think you were right about your sister.", "Ann thinks Tom was right about Tom's sister."),
+    ("I'll let you know.", "Ann will let Tom know."),  # an object: the verb after it does not agree
+    ("You're welcome to visit me.", "Tom is welcome to visit Ann."),
+    ("If you love hiking, I can take you to Muir Woods.", "If Tom loves hiking, Ann can take Tom to Muir Woods."),
+])
+def test_second_person_becomes_the_listener(sentence: str, want: str) -> None:
+    assert resolve_speaker(sentence, "Ann", "Tom") == want
+
+
+def test_without_a_listener_you_stays() -> None:
+    assert resolve_speaker("I miss you.", "Ann") == "Ann misses you."
+    assert [s.text for s in atomic_statements("I miss you.", "Ann", SAID, "Ann")] == ["Ann misses you."]  # own turn
+    assert [s.text for s in atomic_statements("I miss you.", "Ann", SAID, "assistant")] == ["Ann misses you."]
+    assert [s.text for s in atomic_statements("I miss you.", "Ann", SAID, "Tom")] == ["Ann misses Tom."]
+
+
+@pytest.mark.parametrize(("sentence", "keep"), [
+    ("I'm a plumber.", True), ("I love tacos!", True), ("I'm from Ohio.", True), ("I teach kindergarten.", True),
+    ("I'm so jealous!", False), ("I'm doing great!", False), ("I agree.", False), ("I hope so.", False),
+    ("I love it.", False), ("I will!", False), ("Sounds fun.", False),
+])
+def test_a_short_statement_of_the_speaker_and_a_thing_is_a_fact(sentence: str, keep: bool) -> None:
+    assert worth_remembering(sentence) is keep
+
+
 @pytest.mark.parametrize(("role", "want"), [
     ("Caroline", "Caroline"), ("user", "The user"), ("assistant", None), ("note", None), (None, None), ("  ", None),
 ])
@@ -247,3 +275,8 @@ def test_an_answer_that_leans_on_the_question_is_stored_with_it() -> None:
 def test_no_statement_from_an_answer_without_a_question_or_content(question: str, asker: str, answer: str,
                                                                    answerer: str) -> None:
     assert answered_question(question, asker, answer, answerer, datetime(2023, 5, 21)) is None
+
+
+def test_you_in_an_answer_names_the_one_who_asked() -> None:
+    st = answered_question("Where did you meet Rex?", "Tim", "At your birthday party!", "John", SAID)
+    assert st is not None and st.text == "Where did John meet Rex? At Tim's birthday party!"
