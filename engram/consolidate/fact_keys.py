@@ -22,7 +22,7 @@ from engram.consolidate.updates import update_frame
 from engram.store import db
 from engram.text.sentences import words
 
-KEYS_VERSION = 2  # 2: valence_code
+KEYS_VERSION = 3  # 2: valence_code; 3: a number after the leading name is part of the subject ("User 2")
 # extract keys each new statement, and the confidence stage keys the same texts again to store them on the
 # new facts (refresh): the second time is a lookup
 _KEY_CACHE = 1 << 16

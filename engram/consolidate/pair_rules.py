@@ -76,7 +76,8 @@ class PairView:
         return self.content_b - self.content_a
 
 
-_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:[-'][A-Za-z]+)?)\b(?!')")
+# a name and the number that may follow it ("User 2", "Player 1's"): "User 1" and "User 2" are two people
+_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:[-'][A-Za-z]+)?(?:\s+\d+(?:'s)?)?)\b(?!')")
 # capitalised sentence openers that name no one: quantities, indefinite pronouns
 _NOT_SUBJECTS = {
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "many", "some",

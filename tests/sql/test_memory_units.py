@@ -110,3 +110,17 @@ def test_you_in_a_stored_fact_names_the_one_who_spoke_the_turn_before(settings: 
     assert "Caroline is so proud of Melanie!" in texts
     assert any(t.startswith("Caroline will bring Melanie Caroline's old kiln next month") for t in texts)
     assert "Caroline told you Caroline's kiln is in the garage." in texts
+
+
+def test_what_user_1_and_user_2_say_of_themselves_neither_cancels_nor_replaces_the_other(settings: Settings) -> None:
+    turns = [("User 1", "I'm a vegan. What about you?"), ("User 2", "I'm not a vegan, but I cook plant-based meals."),
+             ("User 1", "I live in Lisbon."), ("User 2", "I live in Porto.")]
+    add_episodes([{"id": f"v{i}", "user_id": "spc", "role": who, "session_id": "s1", "content": text,
+                   "created_at": (T0 + timedelta(minutes=i)).isoformat()} for i, (who, text) in enumerate(turns)],
+                 settings)
+    run_tenant(settings, "spc", "run-1", T0 + timedelta(days=1), list(STAGES))
+    with db.open_store(settings) as con:
+        status = dict(con.execute("select text, status from facts where user_id = 'spc'").fetchall())
+    assert status["User 1 is a vegan."] == "active"
+    assert status["User 2 is not a vegan"] == "active"
+    assert status["User 1 lives in Lisbon."] == "active" and status["User 2 lives in Porto."] == "active"

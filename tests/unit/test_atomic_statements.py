@@ -166,6 +166,8 @@ def test_frames_mask_values_but_keep_the_subject() -> None:
     assert frame_of("Caroline lives in Lisbon.") == ("caroline lives ?", frozenset({"lisbon"}))
     assert frame_of("Caroline lives in Porto now.")[0] == frame_of("Caroline lives in Lisbon.")[0]
     assert frame_of("Melanie lives in Porto.")[0] != frame_of("Caroline lives in Porto.")[0]
+    assert frame_of("User 1 lives in Lisbon.") == ("user 1 lives ?", frozenset({"lisbon"}))
+    assert frame_of("User 2 lives in Porto.")[0] == "user 2 lives ?"
     assert frame_of("I love green tea.") == (None, frozenset())
 
 

@@ -89,9 +89,16 @@ def test_changed_detail(a: str, b: str, expected: str | None) -> None:
     ("Two dogs run in the park", None),
     ("There is no man", None),
     ("Nobody is here", None),
+    ("User 2 is not a vegan", "user 2"),  # a number after the name is part of it
+    ("User 2's wife is a nurse", "user 2"),
 ])
 def test_subject(text: str, expected: str | None) -> None:
     assert subject(text) == expected
+
+
+def test_statements_of_numbered_speakers_do_not_contradict_each_other() -> None:
+    assert pair_rules.contradiction("User 1 is a vegan.", "User 2 is not a vegan.", 0.9, 0.8) is None
+    assert pair_rules.contradiction("User 1 is a vegan.", "User 1 is not a vegan.", 0.9, 0.8) == "negation"
 
 
 @pytest.mark.parametrize(("word", "expected"), [
