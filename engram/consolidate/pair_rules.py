@@ -21,6 +21,7 @@ from engram.text.sentences import (
     STOPWORDS,
     _negations,
     names,
+    numbered_name,
     valence_conflict,
     valence_signature,
     word_tuple,
@@ -76,8 +77,8 @@ class PairView:
         return self.content_b - self.content_a
 
 
-# a name and the number that may follow it ("User 2", "Player 1's"): "User 1" and "User 2" are two people
-_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:[-'][A-Za-z]+)?(?:\s+\d+(?:'s)?)?)\b(?!')")
+_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:[-'][A-Za-z]+)?)\b(?!')")
+_NUMBER_AFTER_NAME = re.compile(r"\s+(\d+)(?:'s)?\b(?![.,:]\d)")
 # capitalised sentence openers that name no one: quantities, indefinite pronouns
 _NOT_SUBJECTS = {
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "many", "some",
@@ -93,6 +94,8 @@ def subject(text: str) -> str | None:
     if m := _SPEAKER.match(text):
         return m.group().strip().rstrip(":").strip().lower()
     if (m := _LEADING_NAME.match(text)) and (w := m.group(1).lower().removesuffix("'s")) not in STOPWORDS | _NOT_SUBJECTS | NEGATIONS:
+        if (n := _NUMBER_AFTER_NAME.match(text, m.end())) and numbered_name(w, n.group(1)):
+            return f"{w} {n.group(1)}"  # "User 1" and "User 2" are two people
         return w
     return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import re
 from functools import lru_cache
 
@@ -186,11 +187,21 @@ def names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+MONTHS = frozenset(m.lower() for m in (*calendar.month_name[1:], *calendar.month_abbr[1:]))
+
+
+def numbered_name(name: str, number: str) -> bool:
+    """Whether `number` after the capitalised `name` is part of the name ("User 2", "Player 1"), not a day
+    of a month ("May 5") or a year ("June 2020")."""
+    return name.lower() not in MONTHS and len(number) <= 3
+
+
 def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     """A statement's frame (its content words with values masked) and its values (names and numbers).
 
     The subject, a name the statement starts with, stays in the frame: "Ann lives in Porto" and
-    "Bob lives in Porto" are two frames, and so are "User 1 lives in Porto" and "User 2 lives in Porto". (None, {}) for a statement with no value to mask.
+    "Bob lives in Porto" are two frames, and so are "User 1 lives in Porto" and "User 2 lives in Porto".
+    (None, {}) for a statement with no value to mask.
     """
     tokens = [m.group() for m in _TOKEN.finditer(text)]
     if not tokens:
@@ -198,8 +209,8 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     subject = 0
     while subject < len(tokens) and tokens[subject][0].isupper() and tokens[subject].lower() not in _NOT_NAMES:
         subject += 1
-    if 0 < subject < len(tokens) and tokens[subject].isdigit():
-        subject += 1  # a number that is part of the name ("User 2", "Player 1"), not a value
+    if 0 < subject < len(tokens) and tokens[subject].isdigit() and numbered_name(tokens[subject - 1], tokens[subject]):
+        subject += 1
     frame: list[str] = []
     values: list[str] = []
     for i, tok in enumerate(tokens):

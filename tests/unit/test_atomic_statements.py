@@ -168,6 +168,7 @@ def test_frames_mask_values_but_keep_the_subject() -> None:
     assert frame_of("Melanie lives in Porto.")[0] != frame_of("Caroline lives in Porto.")[0]
     assert frame_of("User 1 lives in Lisbon.") == ("user 1 lives ?", frozenset({"lisbon"}))
     assert frame_of("User 2 lives in Porto.")[0] == "user 2 lives ?"
+    assert frame_of("June 2020 was hot in Porto.")[1] == frozenset({"2020", "porto"})  # a year stays a value
     assert frame_of("I love green tea.") == (None, frozenset())
 
 
