@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.consolidate import SyntheticEmbedder, build_store
-from engram.consolidate import stages as consolidate
+from engram.consolidate import runner as consolidate
 from engram.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,8 +89,8 @@ def main() -> None:
     stop = workdir / "stop"
     procs = {mode: side_load(mode, path, 10_000, stop) for mode in ("read", "write")}
     t = time.perf_counter()
-    consolidate.run_tenant(settings, "bench", "run-conc", as_of, stages=["extract", "confidence", "merge", "deprecate"],
-                           embedder=SyntheticEmbedder())
+    consolidate.run_tenant(settings, "bench", "run-conc", as_of, ["extract", "confidence", "merge", "deprecate"],
+                           consolidate.Tools(SyntheticEmbedder()))
     run_s = time.perf_counter() - t
     stop.touch()
     busy = {mode: stats(json.loads(p.communicate(timeout=120)[0])) for mode, p in procs.items()}

@@ -33,7 +33,8 @@ import numpy as np
 import pyarrow as pa
 
 from engram.consolidate import fact_keys
-from engram.consolidate import stages as consolidate
+from engram.consolidate import runner as consolidate
+from engram.consolidate.context import StageContext
 from engram.consolidate.merge_plan import similar_pairs
 from engram.query import persisted
 from engram.settings import load_settings
@@ -216,19 +217,13 @@ def night(path: Path, n_facts: int, search_index: bool) -> dict:
     as_of = datetime(2026, 11, 22, 3, 0)
     settings = load_settings(db_path=path, embedder="hash", llm="none", search_index=search_index,
                              nightly_pair_index=search_index)
-    ctx = consolidate.StageContext(settings, "bench", f"run-bench-{n_facts}", as_of)
-    emb = SyntheticEmbedder()
-    stages = {
-        "extract": lambda: consolidate.extract(ctx, emb),
-        "confidence": lambda: consolidate.confidence(ctx, emb),
-        "merge": lambda: consolidate.merge(ctx, emb),
-        "deprecate": lambda: consolidate.deprecate(ctx),
-    }
+    ctx = StageContext(settings, "bench", f"run-bench-{n_facts}", as_of)
+    tools = consolidate.Tools(SyntheticEmbedder())
     times, counts = {}, {}
     with TreeRss() as tree, db.held_open(settings):
-        for name, fn in stages.items():
+        for name in ("extract", "confidence", "merge", "deprecate"):
             t = time.perf_counter()
-            counts[name] = fn()
+            counts[name] = consolidate.run_stage(ctx, name, tools).counts
             times[name] = time.perf_counter() - t
     return {"times": times, "counts": counts, "peak_rss_mb": rss_mb(), "peak_rss_with_workers_mb": tree.peak_kb / 1024}
 

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from engram import embed
-from engram.consolidate import stages as consolidate
+from engram.consolidate.context import StageContext
+from engram.consolidate.runner import Tools, run_stage
 from engram.consolidate.batch import collect_batches, submit_batch
 from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
 from engram.consolidate.llm_extract import build_prompt as extraction_prompt
@@ -158,9 +159,9 @@ def nightly(mems: list[dict[str, Any]], nights: int, embedder_name: str, workdir
             add_episodes(todays, settings)
         run_id = f"bench-night-{night:03d}"
         for user in sorted({m["user_id"] for m in mems}):
-            ctx = consolidate.StageContext(settings, user, run_id, as_of)
-            consolidate.embed_pending(ctx, emb)
-            consolidate.extract(ctx, emb)  # extractive facts: the same clusters the LLM would see
+            ctx = StageContext(settings, user, run_id, as_of)
+            run_stage(ctx, "embed", Tools(emb))
+            run_stage(ctx, "extract", Tools(emb))  # extractive facts: the same clusters the LLM would see
             clusters = _run_clusters(settings, user, run_id)
             if clusters:
                 llm = FakeLLM(rule_based_responder)
@@ -169,8 +170,8 @@ def nightly(mems: list[dict[str, Any]], nights: int, embedder_name: str, workdir
                           result.usage.output_tokens)
                 seen["clusters"] += len(clusters)
                 seen["facts_extracted"] += len(result.facts)
-            seen["contradictions"] += consolidate.confidence(ctx, emb).get("contradictions", 0)
-            seen["auto_merged"] += consolidate.merge(ctx, emb).get("facts_merged", 0)
+            seen["contradictions"] += run_stage(ctx, "confidence", Tools(emb)).counts.get("contradictions", 0)
+            seen["auto_merged"] += run_stage(ctx, "merge", Tools(emb)).counts.get("facts_merged", 0)
             counts = resolve_pending(settings, FakeLLM(rule_based_responder), user, run_id, as_of)
             tally.add("resolution (batched)", counts["requests"], counts["input_tokens"], counts["output_tokens"])
             seen["reviews_decided"] += counts["applied"]
@@ -207,15 +208,15 @@ def product_path(mems: list[dict[str, Any]], nights: int, embedder_name: str, wo
         if todays:
             add_episodes(todays, settings)
         for user in users:
-            ctx = consolidate.StageContext(settings, user, run_id, as_of)
-            consolidate.embed_pending(ctx, emb)
-            got = consolidate.extract(ctx, emb, llm)
+            ctx = StageContext(settings, user, run_id, as_of)
+            run_stage(ctx, "embed", Tools(emb))
+            got = run_stage(ctx, "extract", Tools(emb, llm)).counts
             if mode == "interactive" and "llm" in got:
                 u = got["llm"]
                 tally.add("extraction", u["requests"], u["input_tokens"], u["output_tokens"])
                 seen["cases"] += got.get("clusters", 0)
-            consolidate.confidence(ctx, emb)
-            consolidate.merge(ctx, emb)
+            run_stage(ctx, "confidence", Tools(emb))
+            run_stage(ctx, "merge", Tools(emb))
             if mode == "interactive":
                 counts = resolve_pending(settings, llm, user, run_id, as_of)
                 tally.add("resolution", counts["requests"], counts["input_tokens"], counts["output_tokens"])

@@ -137,14 +137,14 @@ def run(data: Path, embedder_name: str, max_questions: int | None, embed_role: b
 
 def consolidate(settings, users: list[str], embedder) -> dict[str, dict[str, set[str]]]:  # noqa: ANN001
     """One nightly run (no LLM, no archive) per tenant; fact id -> its episodes (extracted_from, supports)."""
-    from engram.consolidate.stages import run_tenant
+    from engram.consolidate.runner import Tools, run_tenant
     from engram.store import db
 
     as_of = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     stages = ["extract", "confidence", "merge", "deprecate"]
     out: dict[str, dict[str, set[str]]] = {}
     for user in users:
-        run_tenant(settings, user, f"locomo-{user}", as_of, stages, embedder=embedder)
+        run_tenant(settings, user, f"locomo-{user}", as_of, stages, Tools(embedder))
         with db.open_reader(settings) as con:
             links = db.rows(con, "queries/quality_fact_sources", user_id=user)
         out[user] = defaultdict(set)

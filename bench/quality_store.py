@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from bench.quality_embed import CachedEmbedder
-from engram.consolidate import stages as consolidate
+from engram.consolidate.context import StageContext
+from engram.consolidate.runner import Tools, run_stage
 from engram.query.vector_index import CACHE
 from engram.settings import Settings, load_settings
 from engram.store import db
@@ -56,15 +57,13 @@ def consolidate_tenant(store: Store, user_id: str, embedder: CachedEmbedder, as_
                        run_id: str = "quality-run") -> dict[str, Any]:
     """extract, confidence, merge, resolve (with an LLM), deprecate for one tenant; confidences after extract
     and at the end."""
-    ctx = consolidate.StageContext(store.settings, user_id, run_id, as_of)
+    ctx = StageContext(store.settings, user_id, run_id, as_of)
+    tools = Tools(embedder, store.llm)
     with db.held_open(store.settings):  # as the nightly flow holds it for each tenant
-        counts: dict[str, Any] = {"extract": consolidate.extract(ctx, embedder, store.llm)}
+        counts: dict[str, Any] = {"extract": run_stage(ctx, "extract", tools).counts}
         after_extract = fact_table(store, user_id)
-        counts["confidence"] = consolidate.confidence(ctx, embedder)
-        counts["merge"] = consolidate.merge(ctx, embedder)
-        if store.llm is not None:
-            counts["resolve"] = consolidate.resolve(ctx, store.llm)
-        counts["deprecate"] = consolidate.deprecate(ctx)
+        for stage in ("confidence", "merge") + (("resolve",) if store.llm is not None else ()) + ("deprecate",):
+            counts[stage] = run_stage(ctx, stage, tools).counts
     counts["confidence_after_extract"] = [f["confidence"] for f in after_extract]
     return counts
 

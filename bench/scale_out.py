@@ -116,7 +116,7 @@ def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str |
 def _per_tenant_cost(work: Path, n_tenants: int, as_of: datetime) -> dict[str, float]:
     """Seconds per tenant without Prefect: one shard, tenants in sequence, store held open or not."""
     from engram.consolidate.shards import consolidate_shard
-    from engram.consolidate.stages import STAGES
+    from engram.consolidate.runner import STAGES
     from engram.settings import load_settings
     from engram.store.runs import make_run_id
 
@@ -313,7 +313,7 @@ def _default_flow_section(res: dict[str, Any]) -> list[str]:
         "",
         *_loop_lines(res, n),
         "Design (issue 19, docs/scale_out.md): the default flow runs one `consolidate-tenant` task per tenant, "
-        "its stages as plain functions through run_steps (each stage's runs row as before; one log line per tenant "
+        "its stages as plain functions through the runner (each stage's runs row as before; one log line per tenant "
         "with every stage's counts, the failing stage as an error; a tenant-level retry is safe because completed "
         "stages are skipped from their runs rows and embed/archive/publish only do what is pending), and keeps "
         "the store open across tenants for up to ENGRAM_HOLD_STORE_MAX_S (5 s). Chosen over trimming the "

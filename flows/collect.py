@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from engram.consolidate.report import batch_report_markdown, utc_naive
+from engram import clock
+from engram.consolidate.report import batch_report_markdown
 from engram.settings import load_settings
-from engram.store.runs import make_run_id
 from engram.tasks import llm_batch as t
 
 
@@ -18,8 +18,8 @@ from engram.tasks import llm_batch as t
 def llm_batch_collection(as_of: datetime | None = None, submit: bool = False) -> dict[str, Any]:
     """Poll the open batch jobs, apply what finished, re-queue what was lost; optionally submit what is pending."""
     settings = load_settings()
-    as_of = utc_naive(as_of or datetime.now(UTC))
-    run_id = "collect-" + make_run_id(as_of).removeprefix("run-")
+    as_of = clock.naive_utc_or_now(as_of)
+    run_id = clock.run_id("collect", as_of, key=as_of.isoformat())
     result: dict[str, Any] = {"run_id": run_id, "collect": t.collect_llm_batches(settings, run_id, as_of)}
     if submit:
         result["submit"] = t.submit_llm_batch(settings, run_id, as_of)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from engram.consolidate.report import utc_naive
-from engram.consolidate.stages import choose_stages
+from engram import clock
+from engram.consolidate.runner import choose_stages, failed_tenants
 from engram.errors import InvalidInput
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
-from engram.store.runs import failed_tenants, make_run_id
+from engram.store.runs import make_run_id
 from engram.tasks.sharded import consolidate_shard
 from engram.tasks.snapshot import publish_read_snapshot
 
@@ -38,7 +38,7 @@ def sharded_nightly(
     """Consolidate every tenant with work, one task per shard (a shard's tenants run in order, never two writers)."""
     logger = get_run_logger()
     settings = load_settings()
-    as_of = utc_naive(as_of or datetime.now(UTC))
+    as_of = clock.naive_utc_or_now(as_of)
     chosen = choose_stages(stages)
     picked = list(range(settings.shards)) if shards is None else sorted(set(shards))
     if any(not 0 <= k < settings.shards for k in picked):

@@ -25,7 +25,7 @@ def run_nightly(user: str | None, as_of: datetime | None, dry_run: bool, stages:
     # Prefect waits 20 s for its ephemeral server; on a busy 2-core machine starting it takes longer
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from engram.cli.progress import stage_progress
-    from engram.consolidate.stages import choose_stages
+    from engram.consolidate.runner import choose_stages
     from engram.flows.nightly import nightly_consolidation
 
     total = len(choose_stages(stages)) if user else None  # every tenant with work: not known up front

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-STAGE_LOGGER = "engram.store.runs"  # run_steps logs one record per finished stage (extra engram_stage)
+STAGE_LOGGER = "engram.consolidate.runner"  # run_stage logs one record per finished stage (extra engram_stage)
 
 
 def interactive() -> bool:

@@ -52,12 +52,8 @@ from engram.consolidate.review_prompts import (
     build_requests,
     validate_reply,
 )
-from engram.consolidate.stages import (
-    StageContext,
-    fact_rows,
-    statement_drafts,
-    vectors_of,
-)
+from engram.consolidate.context import StageContext, vectors_of
+from engram.consolidate.extract import fact_rows, statement_drafts
 from engram.embed.models import Embedder
 from engram.llm.base import (
     BatchLLM,

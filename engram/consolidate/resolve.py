@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engram.consolidate.context import StageContext, StagePlan
 from engram.consolidate.review_prompts import (
     KINDS,
     REPLY_SCHEMAS,
@@ -408,3 +409,17 @@ def list_reviews(settings: Settings, user_id: str | None = None, status: str | N
     for r in out:
         r["decision"] = json.loads(r["decision"]) if r["decision"] else None
     return out
+
+
+def resolve(ctx: StageContext, llm: LLM | None) -> StagePlan:
+    """Stage 5: batched LLM decisions on the tenant's queued reviews.
+
+    With no LLM (or in a dry run) the cases stay queued and are counted; in batch mode they go into
+    the run's batch job (engram.consolidate.batch). resolve_pending writes its decisions itself.
+    """
+    if llm is None or ctx.settings.llm_mode == "batch":
+        with ctx.open() as con:
+            pending = len(pending_cases(con, ctx.user_id, KINDS))
+        return StagePlan({"llm": "none", "requests": 0, "pending": pending} if llm is None
+                         else {"mode": "batch", "requests": 0, "pending": pending})
+    return StagePlan(dict(resolve_pending(ctx.settings, llm, ctx.user_id, ctx.run_id, ctx.as_of)))

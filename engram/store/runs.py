@@ -6,14 +6,14 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+from engram import clock
 from engram.errors import EngramError
 from engram.store import db
-from engram.text.normalize import stable_id
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,8 @@ class LeaseHeld(EngramError):
 
 
 def make_run_id(as_of: datetime) -> str:
-    """A run id derived from as_of, so a re-run for the same as_of resumes the same run."""
-    return f"run-{as_of:%Y%m%dT%H%M%S}-{stable_id('r', as_of.isoformat())[-8:]}"
+    """A nightly run's id, derived from as_of: a re-run for the same as_of resumes the same run."""
+    return clock.run_id("run", as_of, key=as_of.isoformat())
 
 
 def holder_id() -> str:
@@ -55,7 +55,7 @@ def record_stage(
     error: str | None = None,
 ) -> None:
     """Write (or replace) the stage's runs row, keeping its LLM usage (inside the stage's own write transaction)."""
-    finished = datetime.now()
+    finished = clock.now()
     row = dict(run_id=run_id, user_id=user_id, stage=stage, status=status, as_of=as_of, started_at=started_at,
                finished_at=finished, watermark=watermark, counts=json.dumps(counts, default=str),
                duration_ms=(finished - started_at).total_seconds() * 1000, error=error)
@@ -100,7 +100,7 @@ def _take_over_dead(con: db.Connection, user_id: str, run_id: str, holder: str, 
 def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = timedelta(hours=2)) -> Iterator[None]:
     """Hold the tenant's consolidation lease for the block; LeaseHeld if another live run has it."""
     holder = holder_id()
-    now = datetime.now()
+    now = clock.now()
     with db.open_store(settings) as con:
         if not _take_lease(con, user_id, run_id, holder, now, ttl) and not _take_over_dead(
                 con, user_id, run_id, holder, now, ttl):
@@ -136,51 +136,3 @@ def recorded_stages(con: db.Connection, run_id: str, user_id: str) -> dict[str, 
     """Each stage this run already recorded for the tenant: stage -> (status, counts)."""
     return {stage: (status, json.loads(counts) if counts else {})
             for stage, status, counts in db.rows(con, "queries/tenant_run_stages", run_id=run_id, user_id=user_id)}
-
-
-StageReport = Callable[[str, dict[str, Any]], None]  # (stage, its counts, or {"failed": error}) as each ends
-
-
-def run_steps(settings: Any, user_id: str, run_id: str, as_of: datetime,
-              steps: dict[str, Callable[[], dict[str, Any]]], dry_run: bool = False,
-              on_stage: StageReport | None = None) -> dict[str, Any]:
-    """Run the tenant's stages in order; a stage that raises is recorded as failed, then the error is re-raised.
-
-    The run's recorded stages are read once: a stage already completed returns its counts marked
-    skipped (what the stage itself would return), and only a stage with a 'failed' row clears it.
-    """
-    with db.open_store(settings) as con:
-        recorded = recorded_stages(con, run_id, user_id)
-    out: dict[str, Any] = {}
-    for stage, step in steps.items():
-        status, counts = recorded.get(stage, ("", {}))
-        started = datetime.now()
-        try:
-            out[stage] = {**counts, "skipped": True} if status == "completed" else step()
-        except Exception as exc:
-            if not dry_run:
-                record_failure(settings, run_id, user_id, stage, as_of, started, exc)
-            if on_stage is not None:
-                on_stage(stage, {"failed": error_text(exc)})
-            raise
-        if status == "failed" and not dry_run:  # a retry of this run that succeeds leaves no stale 'failed' row
-            with db.open_store(settings) as con:
-                db.execute(con, "queries/clear_failed_stage", run_id=run_id, user_id=user_id, stage=stage)
-        log.info("stage %s done", stage, extra={"engram_stage": stage})  # the CLI's progress bar counts these
-        if on_stage is not None:
-            on_stage(stage, out[stage])
-    return out
-
-
-def tenant_failure(exc: BaseException) -> dict[str, str]:
-    """A failed tenant's entry in a run's results (its runs row names the stage)."""
-    return {"failed": error_text(exc)}
-
-
-def failed_tenants(results: dict[str, Any]) -> dict[str, Any]:
-    """Only the failed tenants' entries of a run's results: all the snapshot step looks at.
-
-    Prefect walks every task input; handing it the whole result set (each tenant's changes) cost
-    ~8 ms per tenant in the nightly flow.
-    """
-    return {t: r for t, r in results.items() if isinstance(r, dict) and isinstance(r.get("failed"), str)}

@@ -30,7 +30,7 @@ WORKLOAD = textwrap.dedent("""
 
     from engram import embed
     from engram.cli.app import app
-    from engram.consolidate.stages import run_tenant
+    from engram.consolidate.runner import run_tenant
     from engram.embed.queue import drain
     from engram.query import search_memory
     from engram.query.explain import explain_fact

@@ -41,9 +41,12 @@ def test_nightly_flow_consolidates_and_is_idempotent(settings) -> None:
 
 def test_nightly_flow_without_user_finds_tenants_with_work(settings) -> None:
     seed(settings)
-    result = nightly_consolidation(as_of=AS_OF, dry_run=True, stages=["extract"])
-    assert set(result["tenants"]) == {"u1", "u2"}
-    assert result["tenants"]["u1"]["extract"]["dry_run"] is True
+    result = nightly_consolidation(as_of=AS_OF, dry_run=True, stages=["embed", "extract"])
+    assert set(result["tenants"]) == {"u1", "u2"} and result["dry_run"] is True
+    assert result["tenants"]["u1"]["extract"]["facts_created"] > 0
+    with db.open_store(settings) as con:  # the preview ran on a copy
+        assert con.execute("select count(*) from runs").fetchall() == [(0,)]
+        assert con.execute("select count(*) from facts where run_id is not null").fetchall() == [(0,)]
 
 
 def test_unknown_stage_is_rejected(settings) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from engram.consolidate import stages as consolidate
+from engram.consolidate import runner as consolidate
 from engram.settings import load_settings
 from engram.store.runs import LeaseHeld
 from tests.consolidation_scenario import AS_OF, USER

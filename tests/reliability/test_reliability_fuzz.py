@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engram.consolidate import stages as consolidate
+from engram.consolidate import runner as consolidate
 from engram.embed.models import HashEmbedder
 from engram.errors import EngramError
 from engram.settings import load_settings
@@ -91,8 +91,8 @@ def test_consolidation_never_mixes_tenants(tmp_path_factory, data) -> None:
     add_episodes(rows, settings)
     as_of = datetime(2026, 2, 1)
     for t in tenants:
-        consolidate.run_tenant(settings, t, "run-iso", as_of, stages=["embed", "extract", "confidence", "merge",
-                                                                       "deprecate"], embedder=emb)
+        consolidate.run_tenant(settings, t, "run-iso", as_of, ["embed", "extract", "confidence", "merge", "deprecate"],
+                               consolidate.Tools(emb))
     with db.open_store(settings) as con:
         assert run_checks(con) == {name: 0 for name in run_checks(con)}
         crossing = con.execute(

@@ -12,7 +12,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from engram.archive import ops as archive
-from engram.consolidate import stages as consolidate
+from engram.consolidate import runner as consolidate
 from engram.consolidate.resolve import resolve_pending
 from engram.errors import EngramError
 from engram.llm.fake import FakeLLM

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from engram.consolidate.stages import run_tenant
+from engram.consolidate.runner import run_tenant
 from engram.errors import StoreError
 from engram.store import db
 from tests.archive_scenario import (
@@ -73,14 +73,14 @@ def assert_failed_cleanly(settings, before: dict, exc: BaseException, run_id: st
 
 def assert_next_run_archives(settings) -> None:
     result = run_tenant(settings, USER, "run-next", AS_OF, ["archive"])
-    assert result["archive"]["archived_facts"] == len(DUE[(USER, "facts")])
+    assert result["archive"].counts["archived_facts"] == len(DUE[(USER, "facts")])
     with db.open_store(settings) as con:
         assert archived_ids(con, "facts", USER) == sorted(DUE[(USER, "facts")])
         assert violations(con) == {}
-    assert stage_row(settings, "run-next") is None  # the archive stage writes no row when it succeeds
+    assert stage_row(settings, "run-next") == ("completed", None)
 
 
-def test_a_retry_of_the_same_run_that_succeeds_clears_the_failed_row(settings, monkeypatch) -> None:
+def test_a_retry_of_the_same_run_that_succeeds_replaces_the_failed_row(settings, monkeypatch) -> None:
     seed(settings)
 
     def full(self, *args, **kwargs):
@@ -92,7 +92,7 @@ def test_a_retry_of_the_same_run_that_succeeds_clears_the_failed_row(settings, m
     assert stage_row(settings, "run-1")[0] == "failed"
     monkeypatch.undo()
     run_tenant(settings, USER, "run-1", AS_OF, ["archive"])
-    assert stage_row(settings, "run-1") is None
+    assert stage_row(settings, "run-1") == ("completed", None)  # the failed row became the completed one
 
 
 def test_enospc_from_the_parquet_writer_fails_the_stage_fast_and_the_next_run_retries(settings, monkeypatch) -> None:

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from engram.consolidate import stages as consolidate
+from engram.consolidate.context import StageContext
+from engram.consolidate.runner import Tools, consolidate_tenants, run_stage, tenants_with_work
 from engram.embed.models import from_settings
 from engram.store import db
 from tests.consolidation_scenario import (
@@ -20,16 +21,10 @@ from tests.consolidation_scenario import (
 
 
 def run_all(settings, run_id: str, as_of=AS_OF) -> dict:
-    ctx = consolidate.StageContext(settings, USER, run_id, as_of)
-    emb = from_settings(settings)
-    return {
-        "embed": consolidate.embed_pending(ctx, emb),
-        "extract": consolidate.extract(ctx, emb),
-        "confidence": consolidate.confidence(ctx, emb),
-        "merge": consolidate.merge(ctx, emb),
-        "resolve": consolidate.resolve(ctx, None),
-        "deprecate": consolidate.deprecate(ctx),
-    }
+    ctx = StageContext(settings, USER, run_id, as_of)
+    tools = Tools(from_settings(settings))
+    return {stage: run_stage(ctx, stage, tools).summary()
+            for stage in ("embed", "extract", "confidence", "merge", "resolve", "deprecate")}
 
 
 def fact_state(con) -> dict[str, tuple[float, str, str | None]]:
@@ -108,20 +103,24 @@ def test_rerun_same_as_of_and_next_run_change_nothing(settings) -> None:
     assert after["llm_reviews"] == before["llm_reviews"]
 
 
-def test_dry_run_writes_nothing(settings) -> None:
+def test_dry_run_writes_nothing_and_reports_what_the_real_run_does(settings) -> None:
     seed(settings)
-    emb = from_settings(settings)
-    consolidate.embed_pending(consolidate.StageContext(settings, USER, "run-embed", AS_OF), emb)
     with db.open_store(settings) as con:
         before = snapshot(con)
-        assert con.execute("select count(*) from facts where keys_version is null").fetchall()[0][0] > 0
-    ctx = consolidate.StageContext(settings, USER, "run-dry", AS_OF, dry_run=True)
-    counts = consolidate.extract(ctx, emb)
-    # the statements were looked up among the facts (keyed in memory: their keys are not written)
-    assert counts["dry_run"] is True and counts["statements"] > 0
-    assert consolidate.deprecate(ctx)["deprecated"] == 1
+    preview = consolidate_tenants(settings, "run-1", AS_OF, dry_run=True)
     with db.open_store(settings) as con:
         assert snapshot(con) == before
+        assert con.execute("select count(*) from runs").fetchall() == [(0,)]
+    real = consolidate_tenants(settings, "run-1", AS_OF)
+    assert preview.keys() == real.keys() == {USER, OTHER}
+
+    def counts(results: dict) -> dict:
+        return {t: {s: {k: v for k, v in c.items() if k not in ("seconds", "indexes")} for s, c in stages.items()}
+                for t, stages in results.items()}
+
+    assert counts(preview) == counts(real)
+    assert real[USER]["extract"]["facts_created"] > 0 and real[USER]["merge"]["merges"] == 1
+    assert real[USER]["confidence"]["contradictions"] == 1 and real[USER]["deprecate"]["deprecated"] >= 1
 
 
 def test_llm_extraction_cites_cluster_episodes_and_records_usage(settings) -> None:
@@ -129,10 +128,10 @@ def test_llm_extraction_cites_cluster_episodes_and_records_usage(settings) -> No
 
     seed(settings)
     fake = llms.from_settings(settings.model_copy(update={"llm": "fake"}))
-    ctx = consolidate.StageContext(settings, USER, "run-llm", AS_OF)
-    emb = from_settings(settings)
-    consolidate.embed_pending(ctx, emb)
-    counts = consolidate.extract(ctx, emb, fake)
+    ctx = StageContext(settings, USER, "run-llm", AS_OF)
+    tools = Tools(from_settings(settings), fake)
+    run_stage(ctx, "embed", tools)
+    counts = run_stage(ctx, "extract", tools).counts
     assert counts["llm"]["requests"] == 1  # every cluster of the night in one batched request
     assert counts["facts_created"] >= 3
     with db.open_store(settings) as con:
@@ -152,15 +151,15 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     run_all(settings, "run-a")
     later = AS_OF + timedelta(days=1)
     # u1's contradiction review is still pending: that is work for an LLM, none without one
-    assert consolidate.tenants_with_work(settings.model_copy(update={"llm": "fake"}), later) == ["u1", "u2"]
-    assert consolidate.tenants_with_work(settings, later) == ["u2"]
+    assert tenants_with_work(settings.model_copy(update={"llm": "fake"}), later) == ["u1", "u2"]
+    assert tenants_with_work(settings, later) == ["u2"]
     with db.open_store(settings) as con:
         con.execute("update llm_reviews set status = 'applied'")
     # u2's episode was never consolidated; u1 has nothing new a day later
-    assert consolidate.tenants_with_work(settings, later) == ["u2"]
+    assert tenants_with_work(settings, later) == ["u2"]
     # past retention, u1's merged and deprecated facts are due for the archive: u1 has work again
     due = AS_OF + timedelta(days=settings.retention_days + 1)
-    assert "u1" in consolidate.tenants_with_work(settings, due)
+    assert "u1" in tenants_with_work(settings, due)
 
 
 def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatch) -> None:
@@ -181,15 +180,15 @@ def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatc
         assert [r[0] for r in con.execute("select kind from llm_reviews").fetchall()] == ["contradiction"]
 
 
-@pytest.mark.parametrize(("stored", "merges"), [("kept", 1), ("null", 1), ("false", 0)])
+@pytest.mark.parametrize(("stored", "merges"), [("kept", 1), ("false", 0)])
 def test_merge_stage_reads_the_verdicts_the_confidence_stage_stored(settings, stored: str, merges: int) -> None:
     from engram.consolidate.pair_rules import same_statement
 
     seed(settings)
-    ctx = consolidate.StageContext(settings, USER, "run-a", AS_OF)
-    emb = from_settings(settings)
-    for stage in (consolidate.embed_pending, consolidate.extract, consolidate.confidence):
-        stage(ctx, emb)
+    ctx = StageContext(settings, USER, "run-a", AS_OF)
+    tools = Tools(from_settings(settings))
+    for stage in ("embed", "extract", "confidence"):
+        run_stage(ctx, stage, tools)
     with db.open_store(settings) as con:
         rows = con.execute("""select a.text, b.text, p.similarity, p.conflict, p.same_statement from run_fact_pairs p
                               join facts a on a.id = p.fact_a join facts b on b.id = p.fact_b
@@ -199,6 +198,6 @@ def test_merge_stage_reads_the_verdicts_the_confidence_stage_stored(settings, st
         for a, b, sim, _, same in judged:
             assert same is same_statement(a, b, sim, settings.merge_threshold)
         assert all(r[4] is None for r in rows if r not in judged)
-        if stored != "kept":  # a pair not judged is judged by the merge stage; a stored verdict is taken
-            con.execute("update run_fact_pairs set same_statement = $v", {"v": None if stored == "null" else False})
-    assert consolidate.merge(ctx, emb)["merges"] == merges
+        if stored != "kept":  # the merge stage takes the stored verdict
+            con.execute("update run_fact_pairs set same_statement = false")
+    assert run_stage(ctx, "merge", tools).counts["merges"] == merges

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from engram.consolidate import stages as consolidate
+from engram.consolidate.context import StageContext
+from engram.consolidate.runner import Tools, run_stage
 from engram.embed.models import from_settings
 from engram.query.search import search_memory
 from engram.store import db, fact_ops
@@ -18,11 +19,11 @@ MOVED = AS_OF - timedelta(days=20)
 
 
 def _night(settings, run_id: str, as_of: datetime) -> dict:
-    ctx = consolidate.StageContext(settings, USER, run_id, as_of)
-    emb = from_settings(settings)
-    consolidate.embed_pending(ctx, emb)
-    consolidate.extract(ctx, emb)
-    return consolidate.confidence(ctx, emb)
+    ctx = StageContext(settings, USER, run_id, as_of)
+    tools = Tools(from_settings(settings))
+    run_stage(ctx, "embed", tools)
+    run_stage(ctx, "extract", tools)
+    return run_stage(ctx, "confidence", tools).counts
 
 
 def _episodes(settings, text: str, when: datetime, prefix: str) -> None:

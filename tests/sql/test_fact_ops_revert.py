@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engram.consolidate import stages as consolidate
+from engram.consolidate.runner import Tools, run_tenant
 from engram.embed.models import from_settings
 from engram.store import db, fact_ops
 from tests.consolidation_scenario import AS_OF, USER, seed
@@ -16,8 +16,8 @@ def test_revert_run_restores_seeded_facts_and_retracts_created_ones(settings) ->
     seed(settings)
     with db.open_store(settings) as con:
         before = con.execute(f"select {COLUMNS} from facts order by id").fetchall()  # noqa: S608
-    consolidate.run_tenant(settings, USER, "run-r", AS_OF, stages=["embed", "extract", "confidence", "merge",
-                                                                    "deprecate"], embedder=from_settings(settings))
+    run_tenant(settings, USER, "run-r", AS_OF, ["embed", "extract", "confidence", "merge", "deprecate"],
+               Tools(from_settings(settings)))
     with db.open_store(settings) as con, db.transaction(con):
         # a supersede in the same run must be undone too (valid_to cleared)
         fact_ops.apply_changes(con, USER, "run-r", [fact_ops.FactChange(

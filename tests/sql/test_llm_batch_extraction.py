@@ -11,7 +11,8 @@ from engram.consolidate.batch import (
     submit_batch,
 )
 from engram.consolidate.llm_extract import ClusterInput, build_requests, trimmed
-from engram.consolidate.stages import run_tenant
+from engram.consolidate.runner import Tools, run_tenant
+from engram.embed.models import from_settings
 from engram.llm.fake import FakeBatch
 from engram.settings import Settings, load_settings
 from engram.store import db
@@ -50,7 +51,8 @@ def test_clusters_wait_for_the_job_then_become_facts_once(settings: Settings) ->
     seed(s)
     day1, day2 = T0 + timedelta(days=1), T0 + timedelta(days=2)
     for user in ("alice", "bob"):
-        counts = run_tenant(s, user, "run-1", day1, STAGES, llm=llms.from_settings(s))["extract"]
+        tools = Tools(from_settings(s), llms.from_settings(s))
+        counts = run_tenant(s, user, "run-1", day1, STAGES, tools)["extract"].counts
         assert counts["extraction_queued"] == counts["clusters"] >= 1
     assert q(s, "select count(*) from facts where run_id = 'run-1' and text like '%coffee%'") == [(0,)]
     queued = q(s, "select user_id, count(*) from llm_reviews where kind = 'extraction' group by 1 order by 1")
@@ -72,6 +74,6 @@ def test_clusters_wait_for_the_job_then_become_facts_once(settings: Settings) ->
                 " where x.user_id <> f.user_id") == [(0,)]
     # the next run sends none of these episodes again
     for user in ("alice", "bob"):
-        run_tenant(s, user, "run-2", day2, STAGES, llm=llms.from_settings(s))
+        run_tenant(s, user, "run-2", day2, STAGES, Tools(from_settings(s), llms.from_settings(s)))
     assert submit_batch(s, batch, "run-2", day2)["jobs_submitted"] == 0
     assert collect_batches(s, batch, "run-3", day2)["jobs_open"] == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engram.consolidate.stages import STAGES, run_tenant
+from engram.consolidate.runner import STAGES, run_tenant
 from engram.query.search import search_memory
 from engram.settings import Settings
 from engram.store import db

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from engram.consolidate import stages
+from engram.consolidate import runner
+from engram.consolidate.context import StageContext, StagePlan
+from engram.embed.models import HashEmbedder
 from engram.errors import StoreError
 from engram.llm.usage import Usage, record_run_usage
 from engram.settings import Settings
@@ -22,7 +24,6 @@ from engram.store.runs import (
     LeaseHeld,
     holder_id,
     record_stage,
-    run_steps,
     tenant_lease,
 )
 
@@ -50,34 +51,41 @@ def test_record_stage_replaces_the_row_and_keeps_its_llm_usage(settings) -> None
                                ("u1", "resolve", "completed", json.dumps({"requests": 3}), 3, None)]
 
 
-def test_run_steps_skips_completed_stages_and_clears_a_failed_row(settings) -> None:
+def _stub_stages(monkeypatch, called: list[str], fail: str | None = None) -> None:
+    """Stages that record their call and return {"ran": 1}; `fail` raises instead."""
+    def stage(name: str):
+        def run(ctx, tools) -> StagePlan:
+            called.append(name)
+            if name == fail:
+                raise ValueError("no")
+            return StagePlan({"ran": 1})
+        return run
+    monkeypatch.setattr(runner, "REGISTRY", {name: stage(name) for name in runner.STAGES})
+
+
+def test_run_tenant_skips_completed_stages_and_replaces_a_failed_row(settings, monkeypatch) -> None:
     _record(settings, "merge", "completed", {"merges": 2})
     _record(settings, "deprecate", "failed", {}, error="earlier attempt")
     called: list[str] = []
-    seen: list[tuple[str, dict]] = []
-
-    def step(name: str):
-        return lambda: called.append(name) or {"ran": 1}
-
-    out = run_steps(settings, "u1", RUN, AS_OF, {s: step(s) for s in ("merge", "deprecate")},
-                    on_stage=lambda s, c: seen.append((s, c)))
+    _stub_stages(monkeypatch, called)
+    out = runner.run_tenant(settings, "u1", RUN, AS_OF, ["merge", "deprecate"], runner.Tools(HashEmbedder(8)))
     assert called == ["deprecate"]
-    assert out == {"merge": {"merges": 2, "skipped": True}, "deprecate": {"ran": 1}}
-    assert seen == list(out.items())
-    assert [r[:3] for r in _runs(settings)] == [("u1", "merge", "completed")]  # the failed row is gone
+    assert {s: (r.status, r.counts.get("ran"), r.counts.get("merges")) for s, r in out.items()} == {
+        "merge": ("skipped", None, 2), "deprecate": ("completed", 1, None)}
+    assert [r[:3] + r[5:] for r in _runs(settings)] == [("u1", "deprecate", "completed", None),
+                                                        ("u1", "merge", "completed", None)]
 
 
-def test_run_steps_reports_and_records_the_failing_stage(settings) -> None:
-    seen: list[tuple[str, dict]] = []
-
-    def broken() -> dict:
-        raise ValueError("no")
-
+def test_every_stage_records_its_runs_row_and_a_failing_one_is_recorded_failed(settings, monkeypatch) -> None:
+    called: list[str] = []
+    _stub_stages(monkeypatch, called)
+    runner.run_tenant(settings, "u1", RUN, AS_OF, tools=runner.Tools(HashEmbedder(8)))
+    assert sorted(r[1] for r in _runs(settings) if r[2] == "completed") == sorted(runner.STAGES)
+    _stub_stages(monkeypatch, called, fail="extract")
     with pytest.raises(ValueError):
-        run_steps(settings, "u1", RUN, AS_OF, {"embed": lambda: {"episodes": 0}, "extract": broken},
-                  on_stage=lambda s, c: seen.append((s, c)))
-    assert seen == [("embed", {"episodes": 0}), ("extract", {"failed": "ValueError: no"})]
-    assert [r[1:3] + r[5:] for r in _runs(settings)] == [("extract", "failed", "ValueError: no")]
+        runner.run_tenant(settings, "u2", RUN, AS_OF, ["embed", "extract", "merge"], runner.Tools(HashEmbedder(8)))
+    assert [r[1:3] + r[5:] for r in _runs(settings) if r[0] == "u2"] == [
+        ("embed", "completed", None), ("extract", "failed", "ValueError: no")]
 
 
 def _lease_to(settings: Settings, holder: str, expires_at: datetime) -> None:
@@ -118,8 +126,8 @@ def test_an_expired_or_dead_holders_lease_is_taken_over(settings, holder: str, e
 
 def test_a_tenant_with_nothing_due_skips_the_archive_work(settings) -> None:
     add_episodes([{"user_id": "u1", "content": "I moved to Porto last spring."}], settings)
-    got = stages.archive(stages.StageContext(settings, "u1", RUN, AS_OF))
-    assert got == {"exported_facts": 0, "exported_fact_sources": 0, "exported_episodes": 0, "archived_facts": 0,
+    got = runner.run_stage(StageContext(settings, "u1", RUN, AS_OF), "archive", runner.Tools(HashEmbedder(8))).counts
+    assert {k: v for k, v in got.items() if k != "seconds"} == {"exported_facts": 0, "exported_fact_sources": 0, "exported_episodes": 0, "archived_facts": 0,
                    "archived_fact_sources": 0, "archived_episodes": 0, "files": 0, "resumed_rows": 0}
     assert not Path(settings.archive_dir).exists()  # archive_due was not even asked to check the directory
 

@@ -7,7 +7,7 @@ from datetime import datetime
 import duckdb
 import pytest
 
-from engram.consolidate.stages import run_tenant
+from engram.consolidate.runner import run_tenant
 from engram.store import db
 from engram.store.ingest import add_episodes
 

@@ -1,0 +1,239 @@
+"""Stage 2, extract: the new episodes' statements become facts, each resting on the episodes that said it.
+
+Reads the tenant's episodes of the reclustering window (the new ones marked), decides the facts
+(offline: engram.text.atomic statements; with an LLM: several facts per HDBSCAN cluster, or one
+extraction case per cluster in batch mode), and writes the facts, their extracted_from sources and
+created events, then marks the new episodes consolidated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from engram.consolidate import fact_keys
+from engram.consolidate.cluster import cluster_embeddings
+from engram.consolidate.context import StageContext, StagePlan, new_review, queue_reviews, vectors_of
+from engram.consolidate.fact_keys import statement_key
+from engram.consolidate.scoring import initial_confidence
+from engram.consolidate.updates import restatement_runs
+from engram.embed.models import Embedder
+from engram.llm.base import Usage
+from engram.llm.usage import record_run_usage
+from engram.store import db, fact_ops
+from engram.text.atomic import answered_question, atomic_statements
+from engram.text.normalize import content_hash, stable_id
+from engram.text.sentences import claim_type
+
+VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
+Draft = tuple[str, np.ndarray, str, str | None, str | None, datetime | None]  # text, member rows, reason, type, category, moment
+
+
+def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan:
+    """Atomic facts from the new episodes: each statement worth remembering, speaker and time resolved.
+
+    Offline, every new episode's statements (engram.text.atomic) become facts. With an LLM, HDBSCAN
+    clusters of the episodes batch its work (several atomic facts per cluster, each citing its
+    episodes); a cluster the LLM fails falls back to the offline statements of its new episodes.
+    """
+    s = ctx.settings
+    window_start = ctx.as_of - timedelta(days=s.recluster_window_days)
+    with ctx.open() as con:
+        eps = db.query(con, "queries/consolidation_episodes", user_id=ctx.user_id, as_of=ctx.as_of,
+                       window_start=window_start, model=embedder.model, dim=embedder.dim)
+    new_ids = eps.filter(pl.col("is_new"))["id"].to_list()
+    counts: dict[str, Any] = {"episodes": eps.height, "new_episodes": len(new_ids)}
+    if not new_ids:
+        return StagePlan({**counts, "clusters": 0, "facts_created": 0})
+    found = facts_of_episodes(ctx, eps, vectors_of(eps["embedding"], embedder.dim), embedder, llm)
+    counts.update(found.counts, facts_created=len(found.facts), watermark=str(eps["created_at"].max()))
+
+    def write(con: db.Connection) -> None:
+        if found.facts:
+            with db.registered(con, "incoming_facts", pa.Table.from_pylist(found.facts)):
+                db.execute(con, "queries/insert_facts")
+                db.execute(con, "queries/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
+            fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(found.sources))
+        if found.usage is not None:
+            record_run_usage(con, ctx.run_id, ctx.user_id, "extract", found.usage, ctx.as_of)
+        queue_reviews(con, found.cases)
+        consumed = pa.table({"id": pa.array(new_ids, pa.string())})
+        with db.registered(con, "consumed_episodes", consumed):
+            db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
+
+    return StagePlan(counts, write)
+
+
+@dataclass
+class Extracted:
+    """What one extraction found: fact rows, their extracted_from sources, counts, the LLM's usage and
+    the extraction cases queued for a batch job."""
+
+    facts: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    counts: dict[str, Any]
+    usage: Usage | None = None
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+
+def statement_drafts(
+    eps: pl.DataFrame, rows: list[int], known: Callable[[Iterable[str]], set[str]]
+) -> list[tuple[str, np.ndarray, str, datetime | None]]:
+    """(text, member rows, reason, moment) per distinct statement of the given episodes.
+
+    The same statement said in several episodes is one fact resting on all of them; a statement an
+    active fact already makes (`known` returns those of the statement keys it is given) creates
+    nothing: the confidence stage counts the episode as that fact's support. An episode that states
+    nothing on its own but answers the question of the turn before it (`previous_id`, when that turn
+    is among `eps`) makes one statement of the two, resting on both. A statement said again after
+    another value of its frame is a new fact (updates.restatement_runs): the value came back.
+    """
+    said: list[tuple[str, str, list[int], datetime | None, datetime]] = []  # key, text, members, moment, when
+    contents, roles, times = eps["content"].to_list(), eps["role"].to_list(), eps["created_at"].to_list()
+    row_of = {eid: j for j, eid in enumerate(eps["id"].to_list())}
+    previous = [row_of.get(p) if p is not None else None for p in eps["previous_id"].to_list()]
+    for i in rows:
+        p = previous[i]
+        listener = roles[p] if p is not None else None  # "you" is the one who spoke the turn before
+        found = [(st, [i]) for st in atomic_statements(contents[i], roles[i], times[i], listener)]
+        if not found and p is not None and roles[p] != roles[i]:
+            st = answered_question(contents[p], roles[p], contents[i], roles[i], times[i])
+            found = [(st, [p, i])] if st is not None else []
+        for st, members in found:
+            # a moment in the past dates what happened; a plan ("next month") is a fact from when it was said
+            moment = st.about if st.about is not None and st.about <= times[i] else None
+            said.append((statement_key(st.text), st.text, members, moment, moment or times[i]))
+    runs = restatement_runs([(key, fact_keys.frame_key(text), when) for key, text, _, _, when in said])
+    grouped: dict[tuple[str, int], tuple[str, list[int], datetime | None]] = {}
+    for (key, text, members, moment, _), run in zip(said, runs, strict=True):
+        first_text, all_members, first = grouped.get((key, run), (text, [], moment))
+        all_members.extend(members)
+        grouped[(key, run)] = (first_text, all_members, first)
+    # an active fact already states the first run; a later run is the value coming back after another
+    stated = known({key for key, _ in grouped})
+    return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
+            for (key, run), (text, members, moment) in grouped.items() if run > 0 or key not in stated]
+
+
+def fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], cols: dict[str, list[Any]],
+             vector: np.ndarray, embedder: Embedder, reason: str, kind: str | None = None,
+             moment: datetime | None = None) -> dict[str, Any]:
+    """A new fact's row from its member episodes (`members`: rows of the episode columns `cols`)."""
+    s = ctx.settings
+    visibility = min((cols["visibility"][i] for i in members), key=lambda v: VISIBILITY_RANK.get(v, 0))
+    tags = sorted({t for i in members for t in (cols["tags"][i] or [])})
+    said = min(cols["created_at"][i] for i in members)
+    return {
+        "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
+        "category": "general",
+        "confidence": initial_confidence(len(members), s.initial_confidence, s.support_gain),
+        "confidence_at": ctx.as_of, "evidence_count": len(members), "status": "active",
+        "asserted_at": said, "valid_from": moment or said,
+        "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
+        "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
+        "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
+        "visibility": visibility,
+        "is_private": any(bool(cols["is_private"][i]) for i in members) or visibility == "private",
+        "run_id": ctx.run_id, "reason": reason,
+    }
+
+
+def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, embedder: Embedder,
+                      llm: Any) -> Extracted:
+    """Candidate facts and their extracted_from sources: the LLM's per cluster when configured, else
+    (and for what it fails) the offline statements of the new episodes."""
+    s = ctx.settings
+    new_rows = np.flatnonzero(eps["is_new"].to_numpy()).tolist()
+    drafts: list[Draft] = []
+    offline_rows = new_rows
+    counts: dict[str, Any] = {"clusters": 0}
+    usage: Usage | None = None
+    cases: list[dict[str, Any]] = []
+    if llm is not None:
+        labels = cluster_embeddings(vecs, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
+        clusters = [np.flatnonzero(labels == lab) for lab in sorted(set(labels.tolist()) - {-1})]
+        counts.update(clusters=len(clusters), noise=int((labels == -1).sum()))
+        if clusters and s.llm_mode == "batch":
+            # batch mode: each cluster becomes an extraction case for the run's batch job; its facts
+            # are written when the job is collected (engram.consolidate.batch)
+            ids = eps["id"].to_list()
+            cases = [new_review(ctx, "extraction", sorted(ids[int(i)] for i in idx), f"cluster of {len(idx)} episode(s)")
+                     for idx in clusters]
+            counts["extraction_queued"] = len(clusters)
+            covered = {int(i) for idx in clusters for i in idx}
+            offline_rows = [i for i in new_rows if i not in covered]
+        elif clusters:
+            llm_drafts, failed, usage = _llm_drafts(ctx, eps, clusters, llm, counts)
+            drafts += [(t, idx, why, kind, cat, None) for t, idx, why, kind, cat in llm_drafts]
+            covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
+            offline_rows = [i for i in new_rows if i not in covered]
+    with ctx.open() as con:
+        statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(
+            con, ctx.user_id, keys, store=True))
+    drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
+    counts["statements"] = len(statements)
+    facts, sources = fact_rows(ctx, eps, vecs, drafts, embedder)
+    return Extracted(facts, sources, counts, usage, cases)
+
+
+def fact_rows(
+    ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray,
+    drafts: list[Draft], embedder: Embedder,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Fact rows and their extracted_from sources for drafts (text, member rows of eps, reason, claim
+    type, category, moment); eps/vecs are the episodes the member rows index."""
+    if not drafts:
+        return [], []
+    contents = eps["content"].to_list()
+    # a statement that is its episode's whole text keeps the episode's vector; the rest are embedded as stored
+    same = [len(d[1]) == 1 and d[0] == contents[int(d[1][0])] for d in drafts]
+    embedded = iter(embedder.embed([d[0] for d, keep in zip(drafts, same, strict=True) if not keep]))
+    fact_vecs = [vecs[int(d[1][0])] if keep else next(embedded) for d, keep in zip(drafts, same, strict=True)]
+    facts, sources = [], []
+    cols = {c: eps[c].to_list() for c in ("id", "visibility", "tags", "created_at", "is_private")}
+    for (text, idx, reason, kind, category, moment), vec in zip(drafts, fact_vecs, strict=True):
+        members = [int(i) for i in idx]
+        member_ids = [cols["id"][i] for i in members]
+        fact_id = stable_id("fact", ctx.user_id, content_hash(text), *sorted(member_ids))
+        row = fact_row(ctx, fact_id, text, members, cols, vec, embedder, reason, kind, moment)
+        if category:
+            row["category"] = category
+        facts.append(row)
+        sims = (vecs[idx] @ vec).tolist()
+        sources += [{"fact_id": fact_id, "episode_id": eid, "relation": "extracted_from", "similarity": sim}
+                    for eid, sim in zip(member_ids, sims, strict=True)]
+    return facts, sources
+
+
+def _llm_drafts(
+    ctx: StageContext, eps: pl.DataFrame, clusters: list[np.ndarray], llm: Any, counts: dict[str, Any]
+) -> tuple[list[tuple[str, np.ndarray, str, str | None, str | None]], list[np.ndarray], Usage]:
+    """Atomic facts from the LLM, each resting on the cited episodes; failed clusters go extractive."""
+    from engram.consolidate.llm_extract import ClusterInput, extract_facts
+
+    s = ctx.settings
+    inputs = [
+        ClusterInput(f"c{n}", [(r["id"], r["role"], r["content"], r["created_at"])
+                               for r in eps[idx.tolist()].iter_rows(named=True)])
+        for n, idx in enumerate(clusters)
+    ]
+    result = extract_facts(llm, inputs, s.llm_max_prompt_tokens, s.llm_run_token_budget)
+    position = {eid: i for i, eid in enumerate(eps["id"].to_list())}
+    drafts = [
+        (f.text, np.array(sorted(position[e] for e in f.episode_ids)), f"llm extraction ({llm.model})",
+         f.claim_type, f.category)
+        for f in result.facts
+    ]
+    failed = set(result.failed_clusters)
+    answered = {f.cluster_id for f in result.facts}
+    # a cluster the LLM answered with no valid fact stays episodes only; one it never answered goes extractive
+    fallback = [idx for n, idx in enumerate(clusters) if f"c{n}" in failed and f"c{n}" not in answered]
+    counts.update(llm_facts=len(result.facts), llm_dropped=len(result.dropped), llm_fallback_clusters=len(fallback),
+                  llm=result.usage.as_dict())
+    return drafts, fallback, result.usage
