@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     )
 
     # on-disk search indexes (engram/query/persisted.py). A new process answers from a published index in
-    # ~2 s at 1M facts, against 40-90 s to build the in-memory one (bench/SEARCH.md); below
+    # ~2 s at 1M facts, against 40-90 s to build the in-memory one (bench/perf/SEARCH.md); below
     # search_index_min_rows the in-memory build takes about a second, so no index is written.
     search_index: bool = Field(
         True, description="Search through on-disk indexes that publish writes (off = every process builds its own in memory)."
@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         "Publish writes a tenant's table index from this many rows on (or when it has one already); smaller tables are searched in memory.",
     )
     nightly_pair_index: bool = Field(
-        True, description="Nightly pair search through the published facts index (off = read every fact vector and matmul; bench/CONSOLIDATE.md)."
+        True, description="Nightly pair search through the published facts index (off = read every fact vector and matmul; bench/perf/CONSOLIDATE.md)."
     )
     index_dir: Path | None = Field(
         None, description="Root of the on-disk search indexes (default: beside the store, <db_path>.indexes)."
@@ -128,8 +128,8 @@ class Settings(BaseSettings):
     initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")
     support_threshold: float = bounded(0.75, 0.0, 1.0, "Cosine for an episode to support a fact.")
     support_gain: float = bounded(0.05, 0.0, 1.0, "c += gain * (1 - c) per supporting episode.")
-    decay_rate: float = bounded(0.002, 0.0, 1.0, "c *= exp(-rate * days since evidence) (bench/QUALITY.md).")
-    contradiction_threshold: float = bounded(0.8, 0.0, 1.0, "Cosine for a contradiction check (bench/QUALITY.md).")
+    decay_rate: float = bounded(0.002, 0.0, 1.0, "c *= exp(-rate * days since evidence) (bench/quality/QUALITY.md).")
+    contradiction_threshold: float = bounded(0.8, 0.0, 1.0, "Cosine for a contradiction check (bench/quality/QUALITY.md).")
     merge_threshold: float = bounded(
         0.7, 0.0, 1.0, "Cosine for a merge candidate pair; the pair rule decides (engram/consolidate/pair_rules.py).")
     rule_workers: int = bounded(

@@ -1,4 +1,4 @@
-"""`python -m bench.quality` end to end on tiny hand-written datasets (hash embedder): report, JSON and numbers."""
+"""`python -m bench.quality.quality` end to end on tiny hand-written datasets (hash embedder): report, JSON and numbers."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
     _write_data(data)
-    from bench import quality
+    from bench.quality import quality
 
     quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash"])
     report = (out / "QUALITY.md").read_text()
@@ -98,7 +98,7 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     assert not list(out.glob("*.duckdb"))  # stores live in temp dirs, never next to the report
     # a full run replays the nights once per decay rate; the configured rate is the one the report's replay rows show
     sweep = stored["retrieval"]["nightly_decay_sweep"]
-    from bench.quality import DECAY_RATES
+    from bench.quality.quality import DECAY_RATES
 
     assert [row["decay_rate"] for row in sweep] == sorted({*DECAY_RATES, settings.decay_rate})
     configured = next(row for row in sweep if row["decay_rate"] == stored["settings"]["decay_rate"])
@@ -109,7 +109,7 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
 
 
 def test_quick_replays_the_configured_decay_rate_only(settings, tmp_path: Path) -> None:
-    from bench import quality
+    from bench.quality import quality
 
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
@@ -129,7 +129,7 @@ def test_eval_with_the_fake_llm_extracts_and_resolves_through_it(settings, tmp_p
     data, out = tmp_path / "data", tmp_path / "out"
     data.mkdir()
     _write_data(data)
-    from bench import quality
+    from bench.quality import quality
 
     quality.main(["--data", str(data), "--out", str(out), "--embedder", "hash", "--quick",
                   "--only", "retrieval", "knowledge_update", "--llm", "fake"])
@@ -147,7 +147,7 @@ def test_eval_with_the_fake_llm_extracts_and_resolves_through_it(settings, tmp_p
 
 
 def test_eval_missing_data_names_the_file(settings, tmp_path: Path) -> None:
-    from bench import quality
+    from bench.quality import quality
 
     with pytest.raises(InvalidInput, match="msr-para-train.tsv"):
         quality.main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),

@@ -1,4 +1,4 @@
-"""bench.metrics on hand-made cases whose answers were worked out by hand."""
+"""bench.quality.metrics on hand-made cases whose answers were worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import metrics
+from bench.quality import metrics
 from engram.errors import InvalidInput
 
 

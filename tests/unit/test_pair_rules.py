@@ -119,7 +119,7 @@ def test_merge_probability_is_monotone_in_cosine_and_overlap() -> None:
 
 
 def test_merge_model_has_a_weight_for_every_feature() -> None:
-    # a feature added without refitting (python -m bench.fit_merge_model) must not be silently ignored
+    # a feature added without refitting (python -m bench.fit.fit_merge_model) must not be silently ignored
     features = pair_rules.merge_features("Caroline met Anna in Paris in 2019", "Caroline met Anna in Rome", 0.8)
     assert len(features) == len(pair_rules.MERGE_COEF)
     assert all(isinstance(x, float) and x == x for x in features)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.quality_contradiction import (
+from bench.quality.quality_contradiction import (
     ALARM_BUDGET_PER_1000_TURNS,
     ALARM_THRESHOLDS,
     conversation_alarms,
     rule_score,
 )
-from bench.quality_embed import CachedEmbedder
+from bench.quality.quality_embed import CachedEmbedder
 from engram.embed.models import HashEmbedder
 
 TURNS = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import quality
-from bench.quality_retrieval import decay_choice
+from bench.quality import quality
+from bench.quality.quality_retrieval import decay_choice
 
 
 def _sweep(points: list[tuple[float, float | None]]) -> list[dict[str, float | None]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.quality_data import (
+from bench.quality.quality_data import (
     answer_at,
     load_locomo_observations,
     load_msrp,

@@ -1,0 +1,1 @@
+"""Model fitting: the merge model and the NLI model check, with the constants they print."""

@@ -1,0 +1,1 @@
+"""Quality on real data: retrieval, dedupe, contradiction, knowledge update, extraction, LoCoMo."""
