@@ -34,3 +34,17 @@ def con(settings: Settings):
     """A migrated connection to the test store."""
     with db.open_store(settings) as connection:
         yield connection
+
+
+# Whole folders are slow by what they do: e2e runs the CLI in subprocesses, flows start Prefect's test
+# harness, reliability kills and fuzzes processes. `pytest -m "not slow"` is the inner loop's fast tier.
+SLOW_FOLDERS = ("e2e", "flows", "reliability")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a slow folder `slow`."""
+    root = Path(__file__).parent
+    for item in items:
+        parts = Path(item.fspath).relative_to(root).parts
+        if parts and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

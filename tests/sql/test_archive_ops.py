@@ -134,6 +134,7 @@ def test_round_trip_keeps_every_column_equal(seeded) -> None:
         assert con.execute("select count(*) from archive_rows where restored_at is null").fetchall() == [(0,)]
 
 
+@pytest.mark.slow
 def test_archive_due_twice_changes_nothing_and_restored_rows_are_held(seeded) -> None:
     archive.archive_due(seeded, USER, AS_OF, "run-1")
     after_first = snapshots(seeded)
@@ -151,6 +152,7 @@ def test_archive_due_twice_changes_nothing_and_restored_rows_are_held(seeded) ->
         assert con.execute("select count(*) from archive_rows where row_id = 'f_rm'").fetchall() == [(2,)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "delete", "flip"])
 def test_damaged_file_makes_finalize_refuse_and_rows_stay_live(seeded, damage: str) -> None:
     before = snapshots(seeded)

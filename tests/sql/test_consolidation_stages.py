@@ -86,6 +86,7 @@ def test_one_run_gives_exact_confidences_statuses_and_events(settings) -> None:
         assert con.execute("select count(*) from facts where user_id = $u", {"u": OTHER}).fetchall()[0][0] == 0
 
 
+@pytest.mark.slow
 def test_rerun_same_as_of_and_next_run_change_nothing(settings) -> None:
     seed(settings)
     run_all(settings, "run-a")
@@ -146,6 +147,7 @@ def test_llm_extraction_cites_cluster_episodes_and_records_usage(settings) -> No
         assert usage == [(1, True, "completed")]
 
 
+@pytest.mark.slow
 def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     seed(settings)
     run_all(settings, "run-a")
@@ -162,6 +164,7 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     assert "u1" in tenants_with_work(settings, due)
 
 
+@pytest.mark.slow
 def test_pair_rules_in_worker_processes_give_the_same_night(settings, monkeypatch) -> None:
     from engram.consolidate import rule_pool
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from datetime import datetime, timedelta
 
 from engram.consolidate.context import StageContext
@@ -117,6 +119,7 @@ def test_a_value_that_comes_back_in_one_night_is_current_again(settings) -> None
     assert [h.text for h in now] == [OLD] and [h.text for h in between] == [NEW]
 
 
+@pytest.mark.slow
 def test_a_value_that_comes_back_on_a_later_night_is_a_new_current_fact(settings) -> None:
     _episodes(settings, OLD, AS_OF - timedelta(days=60), "old")
     _night(settings, "night-1", AS_OF - timedelta(days=59))

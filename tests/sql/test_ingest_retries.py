@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import random
 import uuid
 from typing import Any
@@ -140,6 +142,7 @@ class _Model:
             self.count += 1
 
 
+@pytest.mark.slow
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.lists(_record, min_size=1, max_size=12), min_size=1, max_size=3))
 def test_property_distinct_records_are_stored_exactly_once(settings: Settings, batches) -> None:

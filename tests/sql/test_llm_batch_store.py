@@ -96,6 +96,7 @@ def test_submit_records_one_job_with_one_tenant_per_item(batch_settings: Setting
     assert len(mock.jobs) == 1
 
 
+@pytest.mark.slow
 def test_collect_waits_then_applies_valid_replies_and_requeues_the_rest(
         batch_settings: Settings, cases: dict[str, str], mock: MockBatchServer) -> None:
     def answer(prompt: str, schema: str) -> str | dict[str, Any]:
@@ -142,6 +143,7 @@ def test_collect_waits_then_applies_valid_replies_and_requeues_the_rest(
     assert submit_batch(batch_settings, client(batch_settings), "run-3", LATER)["cases"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["EXPIRED", "CANCELLED", "FAILED", "forgotten"])
 def test_lost_job_is_resubmitted_then_its_cases_go_to_review(
         batch_settings: Settings, cases: dict[str, str], mock: MockBatchServer, ending: str) -> None:
@@ -177,6 +179,7 @@ def killed_at(step: str, code: str) -> int:
     return subprocess.run([sys.executable, "-c", code], env=env, timeout=120, check=False).returncode
 
 
+@pytest.mark.slow
 def test_kills_between_submit_and_collect_lose_nothing_and_apply_once(
         batch_settings: Settings, cases: dict[str, str], mock: MockBatchServer) -> None:
     mock.states = ["SUCCEEDED"]

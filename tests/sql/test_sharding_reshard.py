@@ -59,6 +59,7 @@ def tenants_by_file(settings: Settings) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_reshard_moves_every_table_and_round_trips(seeded: Settings) -> None:
     before = snapshot(seeded)
     assert {t for t, _ in before} >= {"episodes", "facts", "fact_sources", "fact_events", "runs"}
@@ -87,6 +88,7 @@ def test_dry_run_writes_nothing(seeded: Settings) -> None:
     assert not rs.manifest_path(seeded).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crash_in", ["_digests", "_save_manifest"])
 def test_crash_midway_then_rerun_completes_without_duplicates(seeded, monkeypatch, crash_in: str) -> None:
     """A crash after a batch is copied (before its verify) or after its source delete (before the manifest)."""
