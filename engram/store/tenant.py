@@ -53,9 +53,10 @@ def unknown_tenant_hint(settings: Any, user_id: str, limit: int = 20) -> str | N
     from pathlib import Path
 
     from engram.store import db
-    from engram.store.sharding import all_shard_settings, settings_for_tenant
+    from engram.store.sharding import all_shard_settings, for_tenant
 
-    own = settings_for_tenant(settings, user_id)
+    user_id = normalise_user_id(user_id)
+    own = for_tenant(settings, user_id)
     if Path(own.db_path).is_file():
         with db.open_store(own, read_only=True) as con:
             if db.rows(con, "queries/tenant_episode_count", user_id=user_id)[0][0]:
