@@ -177,7 +177,7 @@ def stats(
     """Row counts per table, tenant and status."""
     from engram.store import db as store
     from engram.store.sharding import stores_for
-    from engram.store.tenant import unknown_tenant_hint
+    from engram.store.tenant_hint import unknown_tenant_hint
     from engram.text.terminal import table_lines
 
     s = settings_or_exit()

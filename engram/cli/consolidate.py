@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
         from engram.consolidate.report import changes_markdown, run_report_markdown
-        from engram.store.tenant import unknown_tenant_hint
+        from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
         try:
@@ -91,7 +91,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print a fact's full history (every fact_event) and its sources."""
         from engram.query.explain import explain_fact, format_explanation
-        from engram.store.tenant import unknown_tenant_hint
+        from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
         try:

@@ -32,7 +32,7 @@ def _tenant_hint(user: str) -> None:
     """After an empty answer: say so when the tenant has no episodes at all, and name the tenants there are."""
     from engram.cli.app import fail, settings_or_exit
     from engram.errors import EngramError
-    from engram.store.tenant import unknown_tenant_hint
+    from engram.store.tenant_hint import unknown_tenant_hint
 
     try:
         hint = unknown_tenant_hint(settings_or_exit(), user)

@@ -40,7 +40,7 @@ def list_cmd(
     if not rows:
         echo(f"no {status} reviews")
         if user:
-            from engram.store.tenant import unknown_tenant_hint
+            from engram.store.tenant_hint import unknown_tenant_hint
 
             hint = unknown_tenant_hint(s, user)
             if hint:
