@@ -6,7 +6,7 @@ __all__ = ["EngramError", "InvalidInput", "StoreError", "add_episodes"]
 
 
 def add_episodes(*args, **kwargs):  # noqa: ANN002, ANN003 - thin re-export, see engram.store.ingest
-    """Append episodes to the store (see :func:`engram.ingest.add_episodes`)."""
-    from engram.store.ingest import add_episodes as _add
+    """Append episodes, each tenant's rows to its shard (see :func:`engram.store.ingest.add_episodes_routed`)."""
+    from engram.store.ingest import add_episodes_routed
 
-    return _add(*args, **kwargs)
+    return add_episodes_routed(*args, **kwargs)

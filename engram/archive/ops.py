@@ -21,10 +21,9 @@ import logging
 import os
 import socket
 import tempfile
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engram import clock
 from engram.archive.files import (
     BATCH_ROWS,
     check_run_id,
@@ -90,16 +90,16 @@ class ArchiveIntegrityError(EngramError):
 # helpers
 
 
+# utc_naive and new_run_id: only flows/maintenance.py still imports them (it is being rewritten
+# elsewhere); delete both once it uses engram.clock. Nothing in engram/ calls them.
 def utc_naive(value: datetime | None) -> datetime:
-    """A timestamp as naive UTC (the store's convention); now when None."""
-    if value is None:
-        return datetime.now(UTC).replace(tzinfo=None)
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    """engram.clock.naive_utc_or_now, for flows/maintenance.py until it imports engram.clock."""
+    return clock.naive_utc_or_now(value)
 
 
 def new_run_id(operation: str, now: datetime | None = None) -> str:
-    """A fresh run id for a maintenance operation started by hand."""
-    return f"{operation}-{utc_naive(now):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    """engram.clock.run_id, for flows/maintenance.py until it imports engram.clock."""
+    return clock.run_id(operation, now)
 
 
 def _writer() -> str:
@@ -146,7 +146,7 @@ def _selection(
     days = settings.retention_days if older_than_days is None else older_than_days
     if not isinstance(days, int) or days < 0:
         raise InvalidInput(f"older_than_days: must be a whole number >= 0 (got {days!r})")
-    as_of = utc_naive(as_of)
+    as_of = clock.naive_utc_or_now(as_of)
     statuses = {t: [s for s in RETIRED[t] if not wanted or s in wanted] for t in tables}
     return {t: s for t, s in statuses.items() if s}, as_of - timedelta(days=days), as_of, days
 
@@ -253,8 +253,8 @@ def mark_removal(
     wanted = list(dict.fromkeys(i.strip() for i in ids if i and i.strip()))
     if not wanted:
         raise InvalidInput("ids: give at least one id")
-    now = utc_naive(now)
-    run_id = new_run_id("mark-removal", now)
+    now = clock.naive_utc_or_now(now)
+    run_id = clock.run_id("mark-removal", now)
     with db.open_store(settings) as con:
         live = dict(db.rows(con, f"queries/archive_lookup_{table}", user_id=user_id, ids=wanted))
         archived = {r[0] for r in db.rows(con, "queries/archive_lookup_archived", user_id=user_id,
@@ -282,7 +282,7 @@ def mark_removal(
 
 def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
     """Abandon exports left in 'writing' by a process that is gone; their files leave the glob."""
-    now = utc_naive(now)
+    now = clock.naive_utc_or_now(now)
     with db.open_store(settings) as con:
         stale = [x for x in _exports(con, statuses=["writing"]) if _writer_gone(x["note"], x["created_at"], now)]
         stale = [x for x in stale if _set_aside_interrupted(settings, x)]
@@ -347,7 +347,7 @@ def _new_path(con: db.Connection, archive_dir: Path, run_id: str, user_id: str, 
 def _export_table(settings: Settings, run_id: str, user_id: str, table: str, keys: pa.Table, day: date) -> dict[str, Any]:
     """Write, read back and record one file holding the tenant's rows of `table` for these keys."""
     archive_dir = Path(settings.archive_dir)
-    now = utc_naive(None)
+    now = clock.now()
     with db.open_store(settings) as con:
         rel, export_id = _new_path(con, archive_dir, run_id, user_id, table, day)
         with db.transaction(con):
@@ -363,7 +363,7 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
                 raise _write_failed(con, reader, archive_dir, export_id, rel, exc) from exc
     crash_point("archive:after_write")
     problems = verify(archive_dir / rel, written.rows, written.content_hash, written.file_sha256, written.file_bytes)
-    verified_at = utc_naive(None)
+    verified_at = clock.now()
     with db.open_store(settings) as con:
         if problems:
             new_path = set_aside(archive_dir, rel)
@@ -432,7 +432,7 @@ def export_removals(
     running export twice never archives a row twice.
     """
     statuses, cutoff, as_of, days = _selection(settings, table, status, older_than_days, as_of)
-    run_id = check_run_id(run_id or new_run_id("export"))
+    run_id = check_run_id(run_id or clock.run_id("export"))
     if not dry_run:
         check_writable(settings.archive_dir)
         abandon_interrupted(settings)
@@ -510,7 +510,7 @@ def finalize_removal(
     count and content hash of the manifest. A batch that fails is refused with ArchiveIntegrityError
     (raised after the good batches are done) and its rows stay live.
     """
-    finalize_run_id = check_run_id(finalize_run_id or new_run_id("finalize"))
+    finalize_run_id = check_run_id(finalize_run_id or clock.run_id("finalize"))
     archive_dir = Path(settings.archive_dir)
     if not dry_run:
         abandon_interrupted(settings)
@@ -541,7 +541,7 @@ def finalize_removal(
         for x in exports:  # a crash between verification and the json entry left it out: write it now
             write_manifest_entry(archive_dir, _entry(x))
         keys = _batch_keys(archive_dir, exports)
-        now = utc_naive(None)
+        now = clock.now()
         with db.open_store(settings) as con, \
                 db.registered(con, "archive_file_facts", keys["facts"]), \
                 db.registered(con, "archive_file_fact_sources", keys["fact_sources"]), \
@@ -602,7 +602,7 @@ def restore(
     if table is not None and table not in TABLES:
         raise InvalidInput(f"table: {table!r} is not one of {list(TABLES)}")
     wanted = list(dict.fromkeys(ids)) if ids else None
-    run_id = check_run_id(run_id or new_run_id("restore"))
+    run_id = check_run_id(run_id or clock.run_id("restore"))
     archive_dir = Path(settings.archive_dir)
     with db.open_store(settings) as con:
         picked = db.query(con, "queries/archive_restorable", user_id=user_id, table_name=table, ids=wanted,
@@ -636,7 +636,7 @@ def restore(
         incoming[x["table_name"]].append(part)
     keys = picked.select("table_name", "row_id", "export_id").to_arrow()
     inserted: dict[str, int] = {}
-    now = utc_naive(None)
+    now = clock.now()
     with db.open_store(settings) as con, db.transaction(con):
         for name in ("episodes", "facts", "fact_sources"):
             if incoming.get(name):
@@ -686,7 +686,7 @@ def _has_work(settings: Settings, user_id: str, as_of: datetime) -> bool:
         [(has_work,)] = db.rows(
             con, "queries/archive_has_work", user_id=user_id, fact_statuses=list(RETIRED["facts"]),
             episode_statuses=list(RETIRED["episodes"]),
-            cutoff=utc_naive(as_of) - timedelta(days=settings.retention_days))
+            cutoff=clock.naive_utc_or_now(as_of) - timedelta(days=settings.retention_days))
     return bool(has_work)
 
 

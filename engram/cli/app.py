@@ -12,6 +12,7 @@ import typer
 from engram.cli.guard import GuardedGroup, debug_enabled, needs_existing_store
 from engram.errors import EngramError, LLMError
 from engram.settings import Settings, load_settings
+from engram.store.tenant import normalise_user_option
 from engram.text.terminal import echo
 
 app = typer.Typer(
@@ -108,7 +109,8 @@ def config(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 def ingest(
     file: Annotated[Path, typer.Argument(help="JSONL, CSV, parquet, or LoCoMo JSON file.")],
     format: Annotated[str | None, typer.Option("--format", help="jsonl | csv | parquet | locomo")] = None,
-    user: Annotated[str | None, typer.Option(help="Tenant for rows without user_id.")] = None,
+    user: Annotated[str | None, typer.Option(help="Tenant for rows without user_id.",
+                                             callback=normalise_user_option)] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Ingest the good rows, report the bad.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -148,7 +150,7 @@ def ingest(
 
 @app.command()
 def embed(
-    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
 ) -> None:
     """Embed every episode and fact waiting in the queue."""
     from engram import embed as embedders
@@ -169,13 +171,13 @@ def embed(
 
 @app.command()
 def stats(
-    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Row counts per table, tenant and status."""
     from engram.store import db as store
     from engram.store.sharding import stores_for
-    from engram.store.tenant import unknown_tenant_hint
+    from engram.store.tenant_hint import unknown_tenant_hint
     from engram.text.terminal import table_lines
 
     s = settings_or_exit()

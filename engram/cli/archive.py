@@ -20,17 +20,39 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
-def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _run(fn: Any, *args: Any, tenant: str | None = None, **kwargs: Any) -> Any:
+    """fn(settings, ...) on the tenant's shard, or on every existing shard (results merged) without one."""
     from engram.cli.app import fail, settings_or_exit
     from engram.cli.progress import progress
     from engram.errors import EngramError
+    from engram.store.sharding import stores_for
 
     settings = settings_or_exit()
     try:
         with progress(fn.__name__.replace("_", " ")):  # a pulsing bar in a terminal: sizes are not known up front
-            return fn(settings, *args, **kwargs)
+            results = [fn(shard, *args, **kwargs) for shard in stores_for(settings, tenant)]
     except EngramError as exc:
         fail(exc)
+    return results[0] if len(results) == 1 else _merged(results)
+
+
+def _merged(results: list[Any]) -> Any:
+    """One result of several shards: lists joined, counts summed, dicts merged key by key, text kept from the first."""
+    if all(isinstance(r, list) for r in results):
+        return [x for r in results for x in r]
+    out = dict(results[0])
+    for r in results[1:]:
+        for key, value in r.items():
+            have = out.get(key)
+            if key not in out:
+                out[key] = value
+            elif isinstance(value, bool):
+                continue
+            elif isinstance(value, (int, float, list)):
+                out[key] = have + value
+            elif isinstance(value, dict):
+                out[key] = _merged([have, value])
+    return out
 
 
 def _rows_line(rows: dict[str, int]) -> str:
@@ -39,7 +61,7 @@ def _rows_line(rows: dict[str, int]) -> str:
 
 def mark_removal_cmd(
     ids: Annotated[list[str], typer.Argument(help="Ids of facts (or episodes with --table episodes).")],
-    user: Annotated[str, typer.Option("--user", help="Tenant (user_id) of the ids.")],
+    user: Annotated[str, typer.Option("--user", help="Tenant (user_id) of the ids.", callback=normalise_user_option)],
     table: Annotated[str, typer.Option("--table", help="facts | episodes")] = "facts",
     reason: Annotated[str, typer.Option("--reason", help="Recorded in the audit (facts).")] = "marked for removal by hand",
     dry_run: DryRun = False,
@@ -49,7 +71,7 @@ def mark_removal_cmd(
     from engram.archive.ops import mark_removal
     from engram.cli.app import emit
 
-    result = _run(mark_removal, user, ids, table=table, reason=reason, dry_run=dry_run)
+    result = _run(mark_removal, user, ids, tenant=user, table=table, reason=reason, dry_run=dry_run)
     if as_json:
         emit(result, True)
         return
@@ -68,7 +90,7 @@ def removal_candidates_cmd(
     from engram.archive.ops import list_removal_candidates
     from engram.cli.app import emit
 
-    result = _run(list_removal_candidates, user_id=user, table=table, status=status,
+    result = _run(list_removal_candidates, tenant=user, user_id=user, table=table, status=status,
                   older_than_days=older_than_days, as_of=as_of, sample=sample, read_only=True)
     if as_json:
         emit(result, True)
@@ -96,9 +118,12 @@ def export_removals_cmd(
     """Write the rows due to new verified parquet files (live tables untouched until finalize-removal)."""
     from engram.archive.ops import export_removals
     from engram.cli.app import emit
+    from engram.clock import run_id as new_run_id
 
-    result = _run(export_removals, user_id=user, table=table, status=status, older_than_days=older_than_days,
-                  as_of=as_of, run_id=run_id, dry_run=dry_run)
+    # one run id for every shard's files: the export is one run however many shards it spans
+    result = _run(export_removals, tenant=user, user_id=user, table=table, status=status,
+                  older_than_days=older_than_days, as_of=as_of, run_id=run_id or new_run_id("export"),
+                  dry_run=dry_run)
     if as_json:
         emit(result, True)
         return
@@ -127,10 +152,10 @@ def finalize_removal_cmd(
     if abandon:
         if not export_id:
             fail(InvalidInput("export_id: --abandon needs at least one --export-id"))
-        result = _run(abandon_exports, export_id, dry_run=dry_run)
+        result = _run(abandon_exports, export_id, tenant=user, dry_run=dry_run)
         emit(result if as_json else f"abandoned {result['abandoned']} export(s); their rows stay live", as_json)
         return
-    result = _run(finalize_removal, user_id=user, run_id=run_id, export_ids=export_id, dry_run=dry_run)
+    result = _run(finalize_removal, tenant=user, user_id=user, run_id=run_id, export_ids=export_id, dry_run=dry_run)
     if as_json:
         emit(result, True)
         return
@@ -139,7 +164,7 @@ def finalize_removal_cmd(
 
 
 def restore_cmd(
-    user: Annotated[str, typer.Option("--user", help="Tenant (user_id).")],
+    user: Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)],
     ids: Annotated[list[str] | None, typer.Argument(help="Ids to restore (default: every archived row picked "
                                                     "by the other filters).")] = None,
     table: Annotated[str | None, typer.Option("--table", help="episodes | facts | fact_sources")] = None,
@@ -151,7 +176,7 @@ def restore_cmd(
     from engram.archive.ops import restore
     from engram.cli.app import emit
 
-    result = _run(restore, user, table=table, ids=ids or None, export_run_id=from_run, dry_run=dry_run)
+    result = _run(restore, user, tenant=user, table=table, ids=ids or None, export_run_id=from_run, dry_run=dry_run)
     if as_json:
         emit(result, True)
         return
@@ -173,7 +198,7 @@ def archive_exports_cmd(
     from engram.archive.ops import list_exports
     from engram.cli.app import emit
 
-    result = _run(list_exports, user_id=user, run_id=run_id, status=status)
+    result = _run(list_exports, tenant=user, user_id=user, run_id=run_id, status=status)
     if as_json:
         emit(result, True)
         return

@@ -22,14 +22,17 @@ def register(app: typer.Typer) -> None:
         from engram.errors import EngramError
         from engram.store import db
         from engram.store.checks import check_names, check_rows
+        from engram.store.sharding import all_shard_settings
 
         s = settings_or_exit()
-        report: dict[str, dict] = {}
+        report: dict[str, dict] = {name: {"violations": 0, "rows": []} for name in check_names()}
         try:
-            with db.open_store(s, read_only=True) as con:
-                for name in check_names():
-                    bad = check_rows(con, name)
-                    report[name] = {"violations": bad.height, "rows": bad.head(show).to_dicts()}
+            for shard in all_shard_settings(s, existing_only=True):  # every shard's rows, one report
+                with db.open_store(shard, read_only=True) as con:
+                    for name, r in report.items():
+                        bad = check_rows(con, name)
+                        r["violations"] += bad.height
+                        r["rows"] += bad.head(max(show - len(r["rows"]), 0)).to_dicts()
         except EngramError as exc:
             fail(exc)
         ok = all(r["violations"] == 0 for r in report.values())

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from engram.store.tenant import normalise_user_option
+
 SAMPLE_DATA = Path(resources.files("engram.data") / "sample_episodes.jsonl")  # shipped in the wheel
 from engram.text.terminal import echo
 
@@ -49,7 +51,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def consolidate(
-        user: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant with work).")] = None,
+        user: Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant with work).",
+                                                 callback=normalise_user_option)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Compute and report, write nothing.")] = False,
         as_of: Annotated[datetime | None, typer.Option(help="Logical time of the run (UTC).")] = None,
         stage: Annotated[list[str] | None, typer.Option(help="Run only these stages (repeatable).")] = None,
@@ -57,7 +60,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
         from engram.consolidate.report import changes_markdown, run_report_markdown
-        from engram.store.tenant import unknown_tenant_hint
+        from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
         try:
@@ -83,12 +86,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def explain(
         fact_id: Annotated[str, typer.Argument(help="The fact to explain.")],
-        user: Annotated[str, typer.Option(help="Tenant of the fact.")],
+        user: Annotated[str, typer.Option(help="Tenant of the fact.", callback=normalise_user_option)],
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Print a fact's full history (every fact_event) and its sources."""
         from engram.query.explain import explain_fact, format_explanation
-        from engram.store.tenant import unknown_tenant_hint
+        from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
         try:
@@ -103,15 +106,17 @@ def register(app: typer.Typer) -> None:
     @app.command("revert-run")
     def revert_run(
         run_id: Annotated[str, typer.Argument(help="The consolidation run to undo.")],
-        user: Annotated[str, typer.Option(help="Tenant.")],
+        user: Annotated[str, typer.Option(help="Tenant.", callback=normalise_user_option)],
     ) -> None:
         """Undo every fact change a run made (audited as 'reverted' events)."""
+        from engram import clock
         from engram.store import db, fact_ops
+        from engram.store.sharding import for_tenant
 
         s = settings_or_exit()
         try:
-            with db.open_store(s) as con, db.transaction(con):
-                n = fact_ops.revert_run(con, user, run_id, datetime.now())
+            with db.open_store(for_tenant(s, user)) as con, db.transaction(con):
+                n = fact_ops.revert_run(con, user, run_id, clock.now())
         except EngramError as exc:
             fail(exc)
         echo(f"reverted {n} change(s) of {run_id} for {user}")

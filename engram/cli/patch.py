@@ -18,11 +18,11 @@ def _run(fn: Any, user: str, read_only: bool = False) -> Any:
     from engram.cli.app import fail, settings_or_exit
     from engram.errors import EngramError
     from engram.store import db
-    from engram.store.sharding import settings_for_tenant
+    from engram.store.sharding import for_tenant
 
     s = settings_or_exit()
     try:
-        with db.open_store(settings_for_tenant(s, user), read_only=read_only) as con:
+        with db.open_store(for_tenant(s, user), read_only=read_only) as con:
             return fn(con)
     except EngramError as exc:
         fail(exc)

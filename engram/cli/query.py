@@ -18,17 +18,11 @@ NoTags = Annotated[list[str] | None, typer.Option("--exclude-tag", help="Drop ro
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    import inspect
-
     from engram.cli.app import fail, settings_or_exit
     from engram.errors import EngramError
-    from engram.store.sharding import settings_for_tenant
 
     settings = settings_or_exit()
-    try:
-        user_id = inspect.signature(fn).bind_partial(*args, **kwargs).arguments.get("user_id")
-        if user_id:  # open the shard file that holds the tenant
-            settings = settings_for_tenant(settings, user_id)
+    try:  # the query functions route to the tenant's shard themselves (engram.store.sharding.for_tenant)
         return fn(*args, settings=settings, **kwargs)
     except EngramError as exc:
         fail(exc)
@@ -38,7 +32,7 @@ def _tenant_hint(user: str) -> None:
     """After an empty answer: say so when the tenant has no episodes at all, and name the tenants there are."""
     from engram.cli.app import fail, settings_or_exit
     from engram.errors import EngramError
-    from engram.store.tenant import unknown_tenant_hint
+    from engram.store.tenant_hint import unknown_tenant_hint
 
     try:
         hint = unknown_tenant_hint(settings_or_exit(), user)

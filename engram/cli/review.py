@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from engram.store.tenant import normalise_user_option
 from engram.text.terminal import echo
 
 review_app = typer.Typer(help="Queued contradiction and merge cases: list them, decide one by hand.",
@@ -14,7 +15,7 @@ review_app = typer.Typer(help="Queued contradiction and merge cases: list them, 
 
 @review_app.command("list")
 def list_cmd(
-    user: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
     status: Annotated[str, typer.Option(help="pending | failed | applied | all")] = "pending",
     kind: Annotated[str | None, typer.Option(help="contradiction | merge")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many.")] = 100,
@@ -24,10 +25,13 @@ def list_cmd(
     from engram.cli.app import emit, fail, settings_or_exit
     from engram.consolidate.resolve import list_reviews
     from engram.errors import EngramError
+    from engram.store.sharding import stores_for
 
     s = settings_or_exit()
-    try:
-        rows = list_reviews(s, user, None if status == "all" else status, kind, limit)
+    try:  # the tenant's shard, or every shard's reviews, oldest first as each shard lists them
+        rows = [r for shard in stores_for(s, user)
+                for r in list_reviews(shard, user, None if status == "all" else status, kind, limit)]
+        rows = sorted(rows, key=lambda r: (r["created_at"], r["id"]))[:limit]
     except EngramError as exc:
         fail(exc)
     if as_json:
@@ -36,7 +40,7 @@ def list_cmd(
     if not rows:
         echo(f"no {status} reviews")
         if user:
-            from engram.store.tenant import unknown_tenant_hint
+            from engram.store.tenant_hint import unknown_tenant_hint
 
             hint = unknown_tenant_hint(s, user)
             if hint:
@@ -58,20 +62,30 @@ def decide_cmd(
     reason: Annotated[str, typer.Option(help="Why (kept in the audit trail).")] = "",
     winner: Annotated[str | None, typer.Option(help="merge: the fact id to keep.")] = None,
     conflicting: Annotated[str | None, typer.Option(help="merge -> contradiction: two fact ids, comma-separated.")] = None,
-    user: Annotated[str | None, typer.Option(help="Tenant of the review (if the id is ambiguous).")] = None,
+    user: Annotated[str | None, typer.Option(help="Tenant of the review (if the id is ambiguous).",
+                                             callback=normalise_user_option)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Decide one review by hand; validated and applied like an LLM decision (decided_by 'human')."""
     from engram.cli.app import emit, fail, settings_or_exit
     from engram.consolidate.resolve import decide_review
-    from engram.errors import EngramError
+    from engram.errors import EngramError, InvalidInput
+    from engram.store.sharding import stores_for
 
     s = settings_or_exit()
     pair = [p.strip() for p in conflicting.split(",") if p.strip()] if conflicting else None
-    try:
-        out = decide_review(s, review_id, action, reason, winner, pair, user)
-    except EngramError as exc:
-        fail(exc)
+    shards = stores_for(s, user)
+    for i, shard in enumerate(shards):
+        try:
+            out = decide_review(shard, review_id, action, reason, winner, pair, user)
+            break
+        except InvalidInput as exc:
+            # without --user the review's shard is not known: a shard that lacks the id passes it on
+            if i + 1 < len(shards) and str(exc).startswith("id: no review"):
+                continue
+            fail(exc)
+        except EngramError as exc:
+            fail(exc)
     if as_json:
         emit(out, True)
         return

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from engram.store.tenant import normalise_user_option
 from engram.text.terminal import echo
 
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
@@ -35,15 +36,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command("shard-of")
     def shard_of_cmd(
-        user: Annotated[str, typer.Option("--user", help="Tenant (user_id).")], as_json: Json = False
+        user: Annotated[str, typer.Option("--user", help="Tenant (user_id).", callback=normalise_user_option)],
+        as_json: Json = False,
     ) -> None:
         """Print the shard number and file that hold a tenant."""
-        from engram.store.sharding import settings_for_tenant, shard_of
+        from engram.store.sharding import for_tenant, shard_of
 
         s = settings_or_exit()
         try:
             out = {"user_id": user, "shard": shard_of(user, s.shards), "shards": s.shards,
-                   "path": str(settings_for_tenant(s, user).db_path)}
+                   "path": str(for_tenant(s, user).db_path)}
         except EngramError as exc:
             fail(exc)
         emit(out if as_json else f"{out['shard']} {out['path']}", as_json)

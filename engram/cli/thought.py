@@ -19,26 +19,27 @@ Refs = Annotated[list[str] | None, typer.Option("--source-ref", help="Episode id
 
 
 @contextmanager
-def _store(read_only: bool = False) -> Iterator[Any]:
-    """A store connection for one command; typed errors end the command with their message."""
+def _store(user: str, read_only: bool = False) -> Iterator[Any]:
+    """A connection to the tenant's store (its shard) for one command; typed errors end the command."""
     from engram.cli.app import fail, settings_or_exit
     from engram.errors import EngramError
     from engram.store import db
+    from engram.store.sharding import for_tenant
 
     s = settings_or_exit()
     try:
-        with db.open_store(s, read_only=read_only) as con:
+        with db.open_store(for_tenant(s, user), read_only=read_only) as con:
             yield con
     except EngramError as exc:
         fail(exc)
 
 
-def _run(fn: Callable[[Any], Any], read_only: bool = False) -> Any:
-    """Run fn(con) against the store; typed errors end the command with their message."""
+def _run(user: str, fn: Callable[[Any], Any], read_only: bool = False) -> Any:
+    """Run fn(con) against the tenant's store; typed errors end the command with their message."""
     from engram.cli.app import fail
     from engram.errors import EngramError
 
-    with _store(read_only) as con:
+    with _store(user, read_only) as con:
         try:
             return fn(con)
         except EngramError as exc:
@@ -95,7 +96,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """List claims, newest first."""
-        rows = _run(lambda con: claims.list_claims(con, user, status, claim_type, include_private, limit), True)
+        rows = _run(user, lambda con: claims.list_claims(con, user, status, claim_type, include_private, limit), True)
         _out(rows, as_json, lambda rs: [
             f"{r['id']}  {r['claim_type']:10} {r['status']:12} {r['confidence']:.2f}  {_short(r['text'])}" for r in rs])
 
@@ -108,7 +109,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Show a claim with its sources and history (a duplicate shows its canonical claim)."""
-        row = _run(lambda con: claims.show_claim(con, user, claim_id, include_private, not no_follow), True)
+        row = _run(user, lambda con: claims.show_claim(con, user, claim_id, include_private, not no_follow), True)
 
         def lines(r: dict[str, Any]) -> list[str]:
             out = [f"(redirected from {' -> '.join(r['redirected_from'])})"] if r["redirected_from"] else []
@@ -131,7 +132,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Replace a claim with a new one (the old is kept, closed and marked superseded)."""
-        res = _run(lambda con: claims.supersede_claim(con, user, claim_id, text, claim_type, confidence,
+        res = _run(user, lambda con: claims.supersede_claim(con, user, claim_id, text, claim_type, confidence,
                                                       source_ref, valid_from, reason))
         _out(res, as_json, lambda r: [f"{r['claim_id']} supersedes {r['superseded_id']} (edge {r['edge_id']})"])
 
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Mark a claim as a duplicate of another; reads of the duplicate follow to the canonical one."""
-        res = _run(lambda con: claims.same_as(con, user, duplicate_id, canonical_id, source_ref, reason))
+        res = _run(user, lambda con: claims.same_as(con, user, duplicate_id, canonical_id, source_ref, reason))
         _out(res, as_json, lambda r: [f"{r['duplicate_id']} same_as {r['canonical_id']} (edge {r['edge_id']})"])
 
     @claim_app.command("retract")
@@ -156,7 +157,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Retract a claim (kept for audit, no longer valid)."""
-        res = _run(lambda con: claims.retract_claim(con, user, claim_id, reason))
+        res = _run(user, lambda con: claims.retract_claim(con, user, claim_id, reason))
         _out(res, as_json, lambda r: [f"retracted {r['claim_id']} (was {r['status_before']})"])
 
     # ---- nodes
@@ -174,7 +175,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Create a node; --source-ref (episode ids) is required."""
-        node_id = _run(lambda con: nodes.create_node(con, user, node_type, title, source_ref or [], body,
+        node_id = _run(user, lambda con: nodes.create_node(con, user, node_type, title, source_ref or [], body,
                                                      valid_from, valid_to, visibility, scope))
         _out({"node_id": node_id}, as_json, lambda r: [r["node_id"]])
 
@@ -188,7 +189,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """List nodes, newest first."""
-        rows = _run(lambda con: nodes.list_nodes(con, user, node_type, status, include_private, limit), True)
+        rows = _run(user, lambda con: nodes.list_nodes(con, user, node_type, status, include_private, limit), True)
         _out(rows, as_json, lambda rs: [
             f"{r['id']}  {r['node_type']:9} {r['status']:10} {_short(r['title'])}" for r in rs])
 
@@ -200,7 +201,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Show one node."""
-        row = _run(lambda con: nodes.get_node(con, user, node_id, include_private), True)
+        row = _run(user, lambda con: nodes.get_node(con, user, node_id, include_private), True)
         _out(row, as_json, lambda r: _kv(r) + [f"{'source_refs':16} {', '.join(r['source_refs'])}"])
 
     @node_app.command("retract")
@@ -210,7 +211,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Retract a node (kept for audit, validity closed now)."""
-        res = _run(lambda con: nodes.retract_node(con, user, node_id))
+        res = _run(user, lambda con: nodes.retract_node(con, user, node_id))
         _out(res, as_json, lambda r: [f"retracted {r['node_id']} (was {r['status_before']})"])
 
     # ---- edges
@@ -225,7 +226,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Create an edge between two existing records; --source-ref is required."""
-        edge_id = _run(lambda con: edges.create_edge(con, user, edge_type, from_id, to_id, source_ref or []))
+        edge_id = _run(user, lambda con: edges.create_edge(con, user, edge_type, from_id, to_id, source_ref or []))
         _out({"edge_id": edge_id}, as_json, lambda r: [r["edge_id"]])
 
     @edge_app.command("list")
@@ -239,7 +240,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """List edges, newest first."""
-        rows = _run(lambda con: edges.list_edges(con, user, edge_type, from_id, to_id, status, limit), True)
+        rows = _run(user, lambda con: edges.list_edges(con, user, edge_type, from_id, to_id, status, limit), True)
         _out(rows, as_json, lambda rs: [
             f"{r['id']}  {r['from_id']} -[{r['edge_type']}]-> {r['to_id']}  {r['status']}" for r in rs])
 
@@ -250,7 +251,7 @@ def register(app: typer.Typer) -> None:
         as_json: Json = False,
     ) -> None:
         """Show one edge."""
-        row = _run(lambda con: edges.get_edge(con, user, edge_id), True)
+        row = _run(user, lambda con: edges.get_edge(con, user, edge_id), True)
         _out(row, as_json, lambda r: _kv(r) + [f"{'source_refs':16} {', '.join(r['source_refs'])}"])
 
     # ---- why
@@ -268,7 +269,7 @@ def register(app: typer.Typer) -> None:
                 result["saved_node_id"] = why.save_trace(con, user, result)
             return result
 
-        res = _run(go, read_only=not save)
+        res = _run(user, go, read_only=not save)
         _out(res, as_json, _why_lines)
 
     @why_app.command("claim")
@@ -323,7 +324,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List staged KG entity and edge candidates."""
         wanted = None if status == "all" else status
-        res = _run(lambda con: kg_moderation.list_candidates(con, user, wanted, limit), True)
+        res = _run(user, lambda con: kg_moderation.list_candidates(con, user, wanted, limit), True)
         _out(res, as_json, lambda r: (
             [f"{e['id']}  entity {e['entity_type'] or '-':12} {e['confidence']:.2f} {e['status']:8} {e['name']}"
              for e in r["entities"]]
@@ -344,7 +345,7 @@ def register(app: typer.Typer) -> None:
         from engram.cli.app import settings_or_exit
 
         mark = settings_or_exit().auto_mark_removal if mark_removal is None else mark_removal
-        res = _run(lambda con: kg_moderation.moderate(con, user, _ids(approve), _ids(reject), mark))
+        res = _run(user, lambda con: kg_moderation.moderate(con, user, _ids(approve), _ids(reject), mark))
         _out(res, as_json, lambda r: [
             f"approved {r['approved']}, rejected {r['rejected']}, unchanged {r['unchanged']}; entities created "
             f"{r['entities_created']}, merged {r['entities_merged']}; edges created {r['edges_created']}, "

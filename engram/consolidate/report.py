@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from engram import clock
 
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
@@ -19,9 +21,11 @@ COUNT_KEYS = {
 }
 
 
+# only flows/*.py still imports utc_naive (they are being rewritten elsewhere); delete it once they
+# use engram.clock. Nothing in engram/ calls it.
 def utc_naive(moment: datetime) -> datetime:
-    """A timestamp in UTC without tzinfo (the store's convention); naive input is taken as UTC."""
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+    """engram.clock.naive_utc_or_now, for flows/*.py until they import engram.clock."""
+    return clock.naive_utc_or_now(moment)
 
 
 def _cell(stage: str, counts: Any) -> str:

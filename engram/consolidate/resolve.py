@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engram import clock
 from engram.consolidate.context import StageContext, StagePlan
 from engram.consolidate.review_prompts import (
     KINDS,
@@ -359,7 +360,7 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
                   conflicting: list[str] | None = None, user_id: str | None = None,
                   now: datetime | None = None) -> dict[str, Any]:
     """Apply one decision by a person through the same validation and audited apply path."""
-    now = now or datetime.now()
+    now = now or clock.now()
     with db.open_store(settings) as con, db.transaction(con):
         found = db.rows(con, "queries/review_by_id", id=review_id, user_id=user_id)
         if not found:
@@ -376,7 +377,7 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
             decision = check_decision(case, action, reason or "decided by a person", winner, conflicting)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        run_id = f"human-{now:%Y%m%dT%H%M%S}-{rid[-8:]}"
+        run_id = clock.run_id("human", now, key=rid)  # one decision of one review: its own run
         outcomes = apply_decisions(con, settings, tenant, run_id, now, [(case, decision, CallMeta("human"))])
         if not outcomes or outcomes[0].status != "applied":
             raise InvalidInput(f"id: review {review_id!r} cannot be applied: "
@@ -388,7 +389,7 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
 def list_reviews(settings: Settings, user_id: str | None = None, status: str | None = "pending",
                  kind: str | None = None, limit: int = 100, now: datetime | None = None) -> list[dict[str, Any]]:
     """Reviews with the facts they are about (text, status, confidence now), oldest first."""
-    now = now or datetime.now()
+    now = now or clock.now()
     with db.open_store(settings, read_only=True) as con:
         found = db.rows(con, "queries/review_list", user_id=user_id, status=status, kind=kind, limit=limit)
         names = ("id", "user_id", "kind", "status", "subject_ids", "reason", "attempts", "error", "decided_by",

@@ -53,13 +53,13 @@ class EngramMCP:
     """The tool registry, argument validation, error mapping and call metrics of one server."""
 
     def __init__(self, settings: Settings, user_id: str) -> None:
-        from engram.store.sharding import settings_for_tenant
+        from engram.store.sharding import for_tenant
 
         if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 512:
             raise InvalidInput("user: the MCP server needs a non-empty user_id (--user or ENGRAM_MCP_USER_ID)")
         self.settings = settings
         user_id = normalise_user_id(user_id, "user")
-        self.ctx = ToolContext(settings_for_tenant(settings, user_id), user_id)
+        self.ctx = ToolContext(for_tenant(settings, user_id), user_id)
         self.schemas = {t.name: t.schema(settings) for t in TOOLS}
         self.validators = {n: Draft202012Validator(s) for n, s in self.schemas.items()}
         self.counters: Counter[str] = Counter()

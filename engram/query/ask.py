@@ -11,16 +11,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from engram import clock
 from engram.errors import EngramError, FeatureDisabled, LLMError
 from engram.llm.prompt_quote import DATA_RULE, data_block, memory_record
 from engram.query import candidates
-from engram.query.common import embed_query, require_int, require_text, utcnow
+from engram.query.common import embed_query, require_int, require_text
 from engram.query.lexical import tokenize
 from engram.query.search import search_memory
 from engram.query.tokens import count_tokens
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import normalize
 
@@ -75,6 +77,7 @@ def ask(
     """Answer from facts/KG with >= 2 verified citations and coverage >= 0.6, else a refusal with the reason."""
     require_text(query, "query", 4000)
     user_id = normalise_user_id(user_id)
+    settings = for_tenant(settings, user_id)
     if session is not None:
         require_text(session, "session", 200)
     require_int(context_tokens, "context_tokens", 100, 100_000)
@@ -93,7 +96,7 @@ def ask(
 
 def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) -> dict[str, Any]:
     started = time.perf_counter()
-    now = utcnow()
+    now = clock.now()
     session_id = session or f"ask_{uuid.uuid4().hex[:20]}"
     db.execute(con, "queries/query_ask_create_session", user_id=user_id, session_id=session_id, now=now)
     _, n_done, summary, summary_through = db.rows(con, "queries/query_ask_session", user_id=user_id,
@@ -161,7 +164,7 @@ def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: 
 def _entities(con, settings: Settings, embedder: Any, qvec, user_id: str) -> list[tuple[str, str, str, Any]]:
     index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, MAX_ENTITIES)
-    f = candidates.Filters(user_id=user_id, now=utcnow(), min_confidence=settings.deprecate_below)
+    f = candidates.Filters(user_id=user_id, now=clock.now(), min_confidence=settings.deprecate_below)
     kept = candidates.fetch(con, index, rows[sims >= settings.min_floor], f)
     return [(i, "kg_entities", kept[i]["text"], kept[i]["created_at"]) for i in (index.ids[r] for r in rows) if i in kept]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -14,27 +14,6 @@ from engram.errors import EmbedderUnavailable, EngramError, InvalidInput
 from engram.settings import Settings
 
 RECENCY_HALF_LIFE_DAYS = 30.0
-
-
-def utcnow() -> datetime:
-    """Now as a naive UTC timestamp (the store's convention)."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def as_naive_utc(value: datetime | str | None, field: str = "as_of") -> datetime | None:
-    """A datetime or ISO string as naive UTC; None stays None; anything else is invalid_params."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInput(f"{field}: expected an ISO-8601 timestamp, got {value!r}") from None
-    if not isinstance(value, datetime):
-        raise InvalidInput(f"{field}: expected a timestamp, got {type(value).__name__}")
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
 
 
 def require_text(value: Any, field: str, max_chars: int = 20_000) -> str:

@@ -7,12 +7,15 @@ from typing import Any
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import for_tenant
+from engram.store.tenant import normalise_user_id
 from engram.text.terminal import safe
 
 
 def explain_fact(settings: Settings, user_id: str, fact_id: str, read_only: bool = False) -> dict[str, Any]:
     """Everything that explains the fact's current text, confidence and status."""
-    with db.open_store(settings, read_only=read_only) as con:
+    user_id = normalise_user_id(user_id)
+    with db.open_store(for_tenant(settings, user_id), read_only=read_only) as con:
         fact = db.query(con, "queries/explain_fact", user_id=user_id, fact_id=fact_id)
         if fact.height == 0:
             raise InvalidInput(f"fact_id: unknown fact {fact_id!r} for tenant {user_id!r}")

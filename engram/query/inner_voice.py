@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel
 
+from engram import clock
 from engram.errors import EngramError, FeatureDisabled, LLMError
 from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query import candidates
@@ -17,13 +18,13 @@ from engram.query.common import (
     require_int,
     require_text,
     require_unit,
-    utcnow,
 )
 from engram.query.snippets import cut_at_sentence
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import EPISODE_SCHEMA, validate_record
+from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ def inner_voice(
         raise FeatureDisabled("inner_voice is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(content, "content")
     user_id = normalise_user_id(user_id)
+    settings = for_tenant(settings, user_id)
     top_k = require_int(settings.top_k if top_k is None else top_k, "top_k", 1, 50)
     sim_thresh = require_unit(settings.sim_thresh if sim_thresh is None else sim_thresh, "sim_thresh")
     confidence_min = require_unit(confidence_min, "confidence_min")
@@ -108,7 +110,7 @@ def similar_thoughts(con, settings: Settings, embedder: Any, qvec, user_id: str,
     """The tenant's thoughts (episodes of kind thought) with cosine >= sim_thresh, best first."""
     index = CACHE.get(con, settings.db_path, "episodes", user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, min(max(4 * top_k, 20), max(index.n_vectors, 1)))
-    f = candidates.Filters(user_id=user_id, now=utcnow(), kinds=("thought",))
+    f = candidates.Filters(user_id=user_id, now=clock.now(), kinds=("thought",))
     keep = sims >= sim_thresh
     rows, sims = rows[keep], sims[keep]
     kept = candidates.fetch(con, index, rows, f)
@@ -155,7 +157,7 @@ def synthesize(content: str, sources: list[dict[str, Any]], llm: Any) -> str:
 
 
 def _summary_row(user_id: str, answer: str, source_ids: list[str], embedder: Any) -> tuple[pa.Table, str]:
-    now = utcnow()
+    now = clock.now()
     row = validate_record({
         "user_id": user_id, "content": answer, "kind": "thought", "origin": "model", "is_summary": True,
         "summary_of": source_ids, "pipeline": PIPELINE, "created_at": now,

@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.llm.prompt_quote import memory_record, quote_memories
-from engram.query.common import require_int, utcnow
+from engram.query.common import require_int
 from engram.query.search import Hit, search_memory
 from engram.query.tokens import count_tokens, truncate_to_tokens
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 
 PREFETCH_TURNS = 3      # the last N turns form the prefetch query
@@ -28,7 +30,7 @@ class Prefetched:
 
     user_id: str
     hits: list[Hit]
-    created_at: datetime = field(default_factory=utcnow)
+    created_at: datetime = field(default_factory=clock.now)
 
 
 class PrefetchCache:
@@ -64,6 +66,7 @@ def prefetch_context(
 ) -> Prefetched:
     """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn."""
     user_id = normalise_user_id(user_id)
+    settings = for_tenant(settings, user_id)
     require_int(n_turns, "n_turns", 1, 50)
     require_int(k, "k", 1, 20)
     if isinstance(recent_turns, str) or not all(isinstance(t, str) for t in recent_turns):
@@ -80,7 +83,8 @@ def prefetch_context(
 
 def prefetched(user_id: str, settings: Settings) -> Prefetched | None:
     """The memories cached by the last prefetch_context of this tenant, if any."""
-    return PREFETCH.get((str(settings.db_path), user_id))
+    user_id = normalise_user_id(user_id)
+    return PREFETCH.get((str(for_tenant(settings, user_id).db_path), user_id))
 
 
 def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engram import clock
 from engram.arrays import unique_sorted
 from engram.errors import StoreError
 from engram.query.ann_graph import ROWS_FILE, GraphParams, vector_rows, write_graph
@@ -346,7 +347,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
     n_vec = int(index.matrix.shape[0])
     target = index_dir(settings, user_id, table, model, dim)
     target.mkdir(parents=True, exist_ok=True)
-    name = f"g{datetime.now():%Y%m%dT%H%M%S%f}-{os.getpid()}"
+    name = f"g{clock.now():%Y%m%dT%H%M%S%f}-{os.getpid()}"
     tmp = target / f".tmp-{name}"
     tmp.mkdir()
     try:
@@ -366,7 +367,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
             "run_id": run_id, "watermark": watermark.isoformat() if watermark else None, "max_rowid": max_rowid,
             "covered": covered.isoformat(),
             "rows": index.n, "vectors": n_vec, "ann": ann, **graph,
-            "written_at": datetime.now().isoformat(), "files": files,
+            "written_at": clock.now().isoformat(), "files": files,
         }
         with open(tmp / "manifest.json", "w") as fh:
             json.dump(manifest, fh)

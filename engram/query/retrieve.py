@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from engram import clock
 from engram.errors import EngramError, FeatureDisabled, StoreError
 from engram.query import candidates
 from engram.query.common import (
@@ -17,12 +18,12 @@ from engram.query.common import (
     require_tags,
     require_text,
     require_unit,
-    utcnow,
 )
 from engram.query.snippets import cut_at_sentence, trust_tier
 from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
 
@@ -66,12 +67,13 @@ def retrieve(
         raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     require_text(query, "query")
     user_id = normalise_user_id(user_id)
+    settings = for_tenant(settings, user_id)
     top_k = require_int(settings.retrieve_top_k if top_k is None else top_k, "top_k", 1, 50)
     mix = require_unit(settings.inner_voice_mix if mix is None else mix, "mix")
     if floor is not None:
         floor = require_unit(floor, "floor")
     filters = candidates.Filters(
-        user_id=user_id, now=utcnow(), include_private=bool(include_private),
+        user_id=user_id, now=clock.now(), include_private=bool(include_private),
         include_tags=tuple(require_tags(include_tags, "include_tags")),
         exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),
         min_confidence=settings.deprecate_below, decay_rate=settings.decay_rate,

@@ -13,23 +13,23 @@ from typing import Any
 
 import numpy as np
 
+from engram import clock
 from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
 from engram.query import candidates
 from engram.query.common import (
-    as_naive_utc,
     embed_query,
     recency,
     require_int,
     require_tags,
     require_text,
-    utcnow,
 )
 from engram.query.persisted import table_index
 from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.settings import Settings
 from engram.store import db
+from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
 from engram.text.normalize import content_hash
@@ -139,6 +139,7 @@ def search_memory(
     """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
     require_text(query, "query")
     user_id = normalise_user_id(user_id)
+    settings = for_tenant(settings, user_id)
     if not isinstance(search_type, str) or search_type not in SEARCH_TYPES:
         raise InvalidInput(f"search_type: expected one of {sorted(SEARCH_TYPES)}, got {search_type!r}")
     if not isinstance(method, str) or method not in METHODS:
@@ -147,7 +148,7 @@ def search_memory(
         raise InvalidInput(f"mode: expected one of {list(MODES)}, got {mode!r}")
     limit = require_int(settings.top_k if limit is None else limit, "limit", 1, 100)
     filters = candidates.Filters(
-        user_id=user_id, now=utcnow(), as_of=as_naive_utc(as_of),
+        user_id=user_id, now=clock.now(), as_of=clock.as_naive_utc(as_of),
         include_private=bool(include_private),
         include_tags=tuple(require_tags(include_tags, "include_tags")),
         exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),

@@ -173,12 +173,12 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
     """Connect to settings.db_path; the first writable connection of a process migrates.
 
     With ENGRAM_SHARDS > 1 the base path holds no tenant: opening it means a caller forgot to route
-    by tenant (engram.sharding.settings_for_tenant), so it is refused instead of silently empty.
+    by tenant (engram.store.sharding.for_tenant), so it is refused instead of silently empty.
     """
     if getattr(settings, "shards", 1) > 1 and ".shard-" not in Path(settings.db_path).name:
         raise StoreError(
             f"ENGRAM_SHARDS={settings.shards}: {settings.db_path} is the unsharded path; "
-            "open the tenant's shard (engram.sharding.settings_for_tenant)"
+            "open the tenant's shard (engram.store.sharding.for_tenant)"
         )
     if (held := _held_as.get((os.getcwd(), str(settings.db_path)))) and not read_only:
         # held open (so opened, migrated and present): share the open database without the

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
@@ -256,7 +257,7 @@ class _IngestClock:
 
     def stamps(self, n: int) -> list[datetime]:
         with self._lock:
-            start = max(datetime.now(UTC).replace(tzinfo=None), self._last + timedelta(microseconds=1))
+            start = max(clock.now(), self._last + timedelta(microseconds=1))
             out = [start + timedelta(microseconds=i) for i in range(n)]
             if out:
                 self._last = out[-1]
@@ -527,7 +528,7 @@ def add_episodes_routed(records: Iterable[Mapping[str, Any]], settings: Settings
     records = list(records)
     numbers = kwargs.pop("line_numbers", None) or list(range(1, len(records) + 1))
     default_user = kwargs.get("user_id")
-    now = datetime.now()
+    now = clock.now()
     groups: dict[int, list[int]] = defaultdict(list)
     invalid: list[RowError] = []
     for i, raw in enumerate(records):

@@ -3,22 +3,26 @@
 A tenant (user_id) lives in exactly one shard file, chosen by a stable hash of its id. With
 `shards = 1` (the default) the single shard is settings.db_path itself, so an unsharded store
 needs no change. Every function in engram opens the store from `settings.db_path`, so routing is
-"swap db_path before calling": settings_for_tenant for one tenant, all_shard_settings to fan out.
+"swap db_path before calling": for_tenant for one tenant (called once, at the boundary of the public
+API, the CLI and the MCP server), all_shard_settings to fan out.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from blake3 import blake3
 
 from engram.errors import InvalidInput
 from engram.settings import Settings
+from engram.store.tenant import normalise_user_id
 
 log = logging.getLogger(__name__)
 
 MAX_SHARDS = 4096
+_SHARD_STEM = re.compile(r"^(?P<base>.+)\.shard-\d+-of-\d+$")
 
 
 def shard_of(user_id: str, n: int) -> int:
@@ -38,9 +42,9 @@ def shard_path(settings: Settings, k: int, n: int | None = None) -> Path:
     n = settings.shards if n is None else n
     if not 0 <= k < n:
         raise InvalidInput(f"shard: {k} is not in 0..{n - 1}")
-    base = Path(settings.db_path)
     if n == 1:
-        return base
+        return Path(settings.db_path)
+    base = base_path(Path(settings.db_path))
     return base.with_name(f"{base.stem}.shard-{k}-of-{n}{base.suffix or '.duckdb'}")
 
 
@@ -53,11 +57,32 @@ def shard_settings(settings: Settings, k: int, n: int | None = None) -> Settings
     return settings.model_copy(update={"db_path": shard_path(settings, k, n), "shards": n})
 
 
-def settings_for_tenant(settings: Settings, user_id: str) -> Settings:
-    """Settings pointing at the shard that holds `user_id` (unchanged for a 1-shard store)."""
+def base_path(path: Path) -> Path:
+    """The layout's base path of a shard file (a path that is no shard file is its own base).
+
+    Routing an already routed Settings must land on the same file, not on `x.shard-0-of-2.shard-1-of-2`.
+    """
+    match = _SHARD_STEM.match(path.stem)
+    return path.with_name(match["base"] + path.suffix) if match else path
+
+
+def for_tenant(settings: Settings, user_id: str) -> Settings:
+    """Settings routed to the shard that holds the tenant (unchanged for a 1-shard store).
+
+    user_id is normalised as ingest stores it (NFKC, trimmed; control characters are InvalidInput), so
+    'alice ', 'ａｌｉｃｅ' and 'alice' open the same shard. Idempotent: routed settings may be routed again.
+    """
+    user_id = normalise_user_id(user_id)
     if settings.shards == 1:
         return settings
     return shard_settings(settings, shard_of(user_id, settings.shards))
+
+
+# only flows/nightly.py still imports settings_for_tenant (it is being rewritten elsewhere); delete
+# it once the flow calls for_tenant. Nothing in engram/ calls it.
+def settings_for_tenant(settings: Settings, user_id: str) -> Settings:
+    """for_tenant, for flows/nightly.py until it imports for_tenant."""
+    return for_tenant(settings, user_id)
 
 
 def all_shard_settings(settings: Settings, existing_only: bool = False) -> list[Settings]:
@@ -71,7 +96,7 @@ def all_shard_settings(settings: Settings, existing_only: bool = False) -> list[
 def stores_for(settings: Settings, user_id: str | None) -> list[Settings]:
     """The tenant's shard when a tenant is given, else every existing shard (for cross-tenant reads)."""
     if user_id:
-        return [settings_for_tenant(settings, user_id)]
+        return [for_tenant(settings, user_id)]
     return all_shard_settings(settings, existing_only=True)
 
 

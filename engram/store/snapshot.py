@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from engram import clock
 from engram.errors import EngramError
 from engram.store import db
 from engram.store.durable import fsync_dir
@@ -98,7 +99,7 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
     from engram.store.sharding import all_shard_settings
 
     started = time.monotonic()
-    now = now or datetime.now()
+    now = now or clock.now()
     root = snapshot_root(settings)
     root.mkdir(parents=True, exist_ok=True)
     snapshot_id = f"snap-{now:%Y%m%dT%H%M%S%f}-{os.getpid()}"

@@ -1,7 +1,7 @@
 """Claims: facts rows seen through the Thought DB. Append-only updates: supersede, same_as, retract.
 
 Every change goes through engram.store.fact_ops (one fact_events row each) and runs as one transaction.
-Hand-made changes carry run_id 'manual-<timestamp>'.
+Hand-made changes carry run_id 'manual-<YYYYmmddTHHMMSS>-<8 hex>' (engram.clock.run_id).
 """
 
 from __future__ import annotations
@@ -11,19 +11,17 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.store import db
 from engram.store.fact_ops import FactChange, apply_changes
 from engram.text.normalize import content_hash
 from engram.thoughtdb.common import (
     CLAIM_TYPES,
-    as_naive_utc,
     check_source_refs,
     choice,
-    manual_run_id,
     new_id,
     require,
-    utcnow,
 )
 
 LIVE_STATUSES = ("active", "pending_embed")
@@ -116,9 +114,9 @@ def supersede_claim(
     """
     require(user_id, "user")
     text = require(text, "text")
-    now = now or utcnow()
-    start = as_naive_utc(valid_from, "valid_from") or now
-    run_id = manual_run_id(now)
+    now = now or clock.now()
+    start = clock.as_naive_utc(valid_from, "valid_from") or now
+    run_id = clock.run_id("manual", now)
     with db.transaction(con) if atomic else nullcontext():
         old = get_claim(con, user_id, require(claim_id, "claim_id"))
         _live(old, "claim_id")
@@ -166,8 +164,8 @@ def same_as(
     The duplicate is kept with status merged_into and a pointer to the canonical claim.
     """
     require(user_id, "user")
-    now = now or utcnow()
-    run_id = manual_run_id(now)
+    now = now or clock.now()
+    run_id = clock.run_id("manual", now)
     with db.transaction(con) if atomic else nullcontext():
         dup = get_claim(con, user_id, require(duplicate_id, "duplicate_id"))
         get_claim(con, user_id, require(canonical_id, "canonical_id"))
@@ -196,8 +194,8 @@ def retract_claim(
 ) -> dict[str, Any]:
     """Retract a claim: status retracted and validity closed now; the row is kept for audit."""
     require(user_id, "user")
-    now = now or utcnow()
-    run_id = manual_run_id(now)
+    now = now or clock.now()
+    run_id = clock.run_id("manual", now)
     with db.transaction(con) if atomic else nullcontext():
         claim = get_claim(con, user_id, require(claim_id, "claim_id"))
         if claim["status"] == "retracted":

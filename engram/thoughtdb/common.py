@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from engram.errors import InvalidInput
 from engram.store import db
@@ -15,30 +14,6 @@ EDGE_TYPES = ("depends_on", "supports", "contradicts", "derived_from", "mentions
 VISIBILITIES = ("private", "project", "global")
 SCOPES = ("project", "global")
 WHY_EDGE_TYPES = ("depends_on", "supports", "derived_from")
-
-
-def utcnow() -> datetime:
-    """Now, as a naive UTC timestamp (the store's convention)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def as_naive_utc(value: datetime | str | None, field: str) -> datetime | None:
-    """A datetime or ISO-8601 string as naive UTC; InvalidInput naming the field if unparsable."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidInput(f"{field}: not an ISO-8601 time: {value!r}") from exc
-    if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
-    return value
-
-
-def manual_run_id(now: datetime) -> str:
-    """The run id of a hand-made change: 'manual-<timestamp>'."""
-    return f"manual-{now.strftime('%Y%m%dT%H%M%S%fZ')}"
 
 
 def new_id(prefix: str, user_id: str, *parts: str) -> str:

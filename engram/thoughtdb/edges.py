@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.store import db
 from engram.thoughtdb.common import (
@@ -16,7 +17,6 @@ from engram.thoughtdb.common import (
     items,
     new_id,
     require,
-    utcnow,
 )
 
 # Edge types with a dedicated operation that also updates the claims (see claims.py).
@@ -46,7 +46,7 @@ def create_edge(
     from_id, to_id = require(from_id, "from_id"), require(to_id, "to_id")
     if from_id == to_id:
         raise InvalidInput("to_id: an edge cannot point to its own from_id")
-    now = now or utcnow()
+    now = now or clock.now()
     with db.transaction(con) if atomic else nullcontext():
         found = items(con, user_id, [from_id, to_id])
         for field, value in (("from_id", from_id), ("to_id", to_id)):

@@ -8,9 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.store import db
-from engram.thoughtdb.common import new_id, require, utcnow
+from engram.thoughtdb.common import new_id, require
 from engram.thoughtdb.kg_extract import norm_name
 
 CANDIDATE_STATUSES = ("pending", "approved", "rejected")
@@ -75,7 +76,7 @@ def moderate(
     both = set(approve_ids) & set(reject_ids)
     if both:
         raise InvalidInput(f"approve/reject: ids in both lists: {sorted(both)[:10]}")
-    now = now or utcnow()
+    now = now or clock.now()
     with db.transaction(con):
         decided: dict[str, str] = {}
         ents_by_decision: dict[str, list[dict]] = {}

@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
+from engram import clock
 from engram.errors import InvalidInput
 from engram.store import db
 from engram.text.normalize import content_hash
@@ -14,12 +15,10 @@ from engram.thoughtdb.common import (
     NODE_TYPES,
     SCOPES,
     VISIBILITIES,
-    as_naive_utc,
     check_source_refs,
     choice,
     new_id,
     require,
-    utcnow,
 )
 
 
@@ -48,11 +47,11 @@ def create_node(
     title = require(title, "title")
     choice(visibility, VISIBILITIES, "visibility")
     choice(scope, SCOPES, "scope")
-    start = as_naive_utc(valid_from, "valid_from")
-    end = as_naive_utc(valid_to, "valid_to")
+    start = clock.as_naive_utc(valid_from, "valid_from")
+    end = clock.as_naive_utc(valid_to, "valid_to")
     if start is not None and end is not None and end <= start:
         raise InvalidInput("valid_to: must be after valid_from")
-    now = now or utcnow()
+    now = now or clock.now()
     with db.transaction(con) if atomic else nullcontext():
         refs = check_source_refs(con, user_id, source_refs)
         node_id = node_id_for(user_id, node_type, title, body, refs)
@@ -98,7 +97,7 @@ def retract_node(con: db.Connection, user_id: str, node_id: str, now: datetime |
                  atomic: bool = True) -> dict[str, Any]:
     """Retract a node: status retracted, validity closed now; the row is kept for audit."""
     require(user_id, "user")
-    now = now or utcnow()
+    now = now or clock.now()
     with db.transaction(con) if atomic else nullcontext():
         node = get_node(con, user_id, require(node_id, "node_id"), include_private=True)
         assert node is not None

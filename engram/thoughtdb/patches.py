@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engram import clock
 from engram.errors import EngramError, InvalidInput
 from engram.store import db
 from engram.store.fact_ops import FactChange, apply_changes
@@ -31,7 +32,6 @@ from engram.thoughtdb.common import (
     check_source_refs,
     items,
     require,
-    utcnow,
 )
 
 TABLES = ("facts", "fact_sources", "nodes", "edges")
@@ -344,7 +344,7 @@ def apply_patch(
     if not isinstance(patch, GraphPatch):
         patch = parse_patch(patch)
     patch_id = patch_id_of(patch)
-    now = now or utcnow()
+    now = now or clock.now()
     result: dict[str, Any] = {}
 
     def work() -> None:
@@ -407,7 +407,7 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
     """
     require(user_id, "user")
     patch_id = require(patch_id, "patch_id")
-    now = now or utcnow()
+    now = now or clock.now()
     with db.transaction(con):
         found = db.query(con, "queries/patch_get", user_id=user_id, id=patch_id)
         if found.height == 0:

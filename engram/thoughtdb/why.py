@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engram import clock
 from engram.errors import InvalidInput, LLMError
 from engram.llm.base import LLM
 from engram.llm.prompt_quote import DATA_RULE, data_block
@@ -27,12 +28,10 @@ from engram.store import db
 from engram.thoughtdb import claims as claims_mod
 from engram.thoughtdb import nodes as nodes_mod
 from engram.thoughtdb.common import (
-    as_naive_utc,
     check_source_refs,
     items,
     new_id,
     require,
-    utcnow,
 )
 from engram.thoughtdb.graph import condense, greedy_cover, source_paths
 
@@ -98,7 +97,7 @@ def trace(
         raise InvalidInput("depth: must be >= 0")
     if max_nodes < 1:
         raise InvalidInput("max_nodes: must be >= 1")
-    at = as_naive_utc(as_of, "as_of") or utcnow()
+    at = clock.as_naive_utc(as_of, "as_of") or clock.now()
     start = require(start_id, "id")
     if kind == "claim":
         start = claims_mod.resolve(con, user_id, start)[-1]
@@ -232,7 +231,7 @@ def save_trace(con: db.Connection, user_id: str, result: dict[str, Any], now: da
 
     Saving the same trace again returns the existing node.
     """
-    now = now or utcnow()
+    now = now or clock.now()
     events = sorted(n["id"] for n in result["nodes"] if n["kind"] == "event")
     if not events:
         raise InvalidInput("source_refs: the trace reached no episode, so a Summary would have no sources")

@@ -73,10 +73,10 @@ def test_invalid_patch_names_op_and_field(store, tmp_path) -> None:
 
 def test_patch_commands_open_the_tenants_shard(settings, monkeypatch, tmp_path) -> None:
     from engram.settings import load_settings
-    from engram.store.sharding import settings_for_tenant
+    from engram.store.sharding import for_tenant
 
     monkeypatch.setenv("ENGRAM_SHARDS", "2")
-    shard = settings_for_tenant(load_settings(), U)
+    shard = for_tenant(load_settings(), U)
     with db.open_store(shard) as con:
         episode(con, U, "ep1", "We picked DuckDB")
         claim(con, U, "c1", "The store is SQLite", sources=["ep1"])

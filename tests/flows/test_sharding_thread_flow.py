@@ -9,7 +9,7 @@ from engram.flows.nightly import nightly_consolidation
 from engram.settings import load_settings
 from engram.store import db
 from engram.store.ingest import add_episodes_routed
-from engram.store.sharding import all_shard_settings, settings_for_tenant
+from engram.store.sharding import all_shard_settings, for_tenant
 from tests.sharding_seed import AS_OF, episodes, tenants
 
 
@@ -29,7 +29,7 @@ def test_sharded_nightly_on_threads(settings, monkeypatch) -> None:
     assert list(one["tenants"]) == ["tenant-01"]
     # per topic, "X." / "X" / "x" are one statement and "Note: x" another: 2 facts x 3 topics
     assert facts_by_tenant(s) == {"tenant-01": 6}
-    with db.open_store(settings_for_tenant(s, "tenant-01")) as con:
+    with db.open_store(for_tenant(s, "tenant-01")) as con:
         assert con.execute("select count(*) from facts where user_id = 'tenant-01'").fetchall() == [(6,)]
 
     every = nightly_consolidation(as_of=AS_OF)

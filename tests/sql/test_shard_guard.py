@@ -6,7 +6,7 @@ import pytest
 
 from engram.errors import StoreError
 from engram.store import db
-from engram.store.sharding import settings_for_tenant
+from engram.store.sharding import for_tenant
 
 
 def test_base_path_refused_and_tenant_shard_opens(settings) -> None:
@@ -14,5 +14,5 @@ def test_base_path_refused_and_tenant_shard_opens(settings) -> None:
     with pytest.raises(StoreError, match="ENGRAM_SHARDS=4"):
         with db.open_store(sharded):
             pass
-    with db.open_store(settings_for_tenant(sharded, "alice")) as con:
+    with db.open_store(for_tenant(sharded, "alice")) as con:
         assert con.execute("select count(*) from episodes").fetchall() == [(0,)]

@@ -11,7 +11,7 @@ from engram.errors import InvalidInput
 from engram.settings import load_settings
 from engram.store.sharding import (
     all_shard_settings,
-    settings_for_tenant,
+    for_tenant,
     shard_of,
     shard_path,
     stores_for,
@@ -59,7 +59,7 @@ def test_shard_of_rejects_bad_input(user_id, n, field) -> None:
 def test_one_shard_is_the_store_itself(settings) -> None:
     assert settings.shards == 1
     assert shard_path(settings, 0) == Path(settings.db_path)
-    assert settings_for_tenant(settings, "alice") is settings
+    assert for_tenant(settings, "alice") is settings
     assert all_shard_settings(settings) == [settings]
     assert stores_for(settings, None) == [settings]
 
@@ -67,7 +67,7 @@ def test_one_shard_is_the_store_itself(settings) -> None:
 def test_shard_paths_and_tenant_settings(tmp_path) -> None:
     s = load_settings(db_path=tmp_path / "mem.duckdb", shards=4)
     assert [shard_path(s, k).name for k in range(4)] == [f"mem.shard-{k}-of-4.duckdb" for k in range(4)]
-    t = settings_for_tenant(s, "alice")
+    t = for_tenant(s, "alice")
     assert t.db_path == tmp_path / "mem.shard-3-of-4.duckdb" and t.shards == 4
     assert t.archive_dir == s.archive_dir  # archive paths carry tenant and run: one shared archive
     assert stores_for(s, None) == []  # no shard file exists yet: nothing to fan out over
