@@ -9,7 +9,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from engram.archive.ops import new_run_id, utc_naive
+from engram import clock
 from engram.settings import load_settings
 from engram.tasks import archive as t
 
@@ -104,8 +104,8 @@ def archive_retention_flow(
     user_id: str | None = None, as_of: datetime | None = None, run_id: str | None = None, dry_run: bool = False,
 ) -> dict[str, int]:
     """Export, verify and finalize everything past retention (what the nightly run does at its end)."""
-    as_of = utc_naive(as_of)
-    result = t.archive_due(load_settings(), user_id, as_of, run_id or new_run_id("retention", as_of), dry_run)
+    as_of = clock.naive_utc_or_now(as_of)
+    result = t.archive_due(load_settings(), user_id, as_of, run_id or clock.run_id("retention", as_of), dry_run)
     _report("archive-retention", result)
     return result
 

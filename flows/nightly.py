@@ -14,7 +14,8 @@ from engram.consolidate.runner import Tools, choose_stages, consolidate_tenants,
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
 from engram.store.runs import make_run_id
-from engram.store.sharding import settings_for_tenant
+from engram.store.sharding import for_tenant
+from engram.store.tenant import normalise_user_id
 from engram.tasks import llm_batch
 from engram.tasks.consolidate import consolidate_tenant, stage_task
 from engram.tasks.snapshot import publish_read_snapshot
@@ -30,6 +31,7 @@ def nightly_consolidation(
     """Consolidate one tenant (or every tenant with work): episodes become confident, deduplicated facts."""
     logger = get_run_logger()
     settings = load_settings()
+    user_id = None if user_id is None else normalise_user_id(user_id)
     as_of = clock.naive_utc_or_now(as_of)
     chosen = choose_stages(stages)
     if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):
@@ -42,7 +44,7 @@ def nightly_consolidation(
     if batch_mode:  # last run's job first: its decisions and facts feed this run's stages
         batch["collect"] = llm_batch.collect_llm_batches(settings, run_id, as_of)
     logger.info("run %s: stages %s, dry_run=%s, one task per %s", run_id, chosen, dry_run, settings.nightly_tasks)
-    store = settings_for_tenant(settings, user_id) if user_id else settings
+    store = for_tenant(settings, user_id) if user_id else settings
     tools = Tools(embedders.from_settings(settings), llms.from_settings(settings))
     results = consolidate_tenants(store, run_id, as_of, chosen, [user_id] if user_id else None, dry_run, tools,
                                   run=_tenant_runner(settings, run_id, as_of, chosen), logger=logger)

@@ -90,18 +90,6 @@ class ArchiveIntegrityError(EngramError):
 # helpers
 
 
-# utc_naive and new_run_id: only flows/maintenance.py still imports them (it is being rewritten
-# elsewhere); delete both once it uses engram.clock. Nothing in engram/ calls them.
-def utc_naive(value: datetime | None) -> datetime:
-    """engram.clock.naive_utc_or_now, for flows/maintenance.py until it imports engram.clock."""
-    return clock.naive_utc_or_now(value)
-
-
-def new_run_id(operation: str, now: datetime | None = None) -> str:
-    """engram.clock.run_id, for flows/maintenance.py until it imports engram.clock."""
-    return clock.run_id(operation, now)
-
-
 def _writer() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from engram import clock
 
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
@@ -19,13 +18,6 @@ COUNT_KEYS = {
     "archive": (),
     "publish": ("facts_embedded",),
 }
-
-
-# only flows/*.py still imports utc_naive (they are being rewritten elsewhere); delete it once they
-# use engram.clock. Nothing in engram/ calls it.
-def utc_naive(moment: datetime) -> datetime:
-    """engram.clock.naive_utc_or_now, for flows/*.py until they import engram.clock."""
-    return clock.naive_utc_or_now(moment)
 
 
 def _cell(stage: str, counts: Any) -> str:

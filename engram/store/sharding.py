@@ -78,13 +78,6 @@ def for_tenant(settings: Settings, user_id: str) -> Settings:
     return shard_settings(settings, shard_of(user_id, settings.shards))
 
 
-# only flows/nightly.py still imports settings_for_tenant (it is being rewritten elsewhere); delete
-# it once the flow calls for_tenant. Nothing in engram/ calls it.
-def settings_for_tenant(settings: Settings, user_id: str) -> Settings:
-    """for_tenant, for flows/nightly.py until it imports for_tenant."""
-    return for_tenant(settings, user_id)
-
-
 def all_shard_settings(settings: Settings, existing_only: bool = False) -> list[Settings]:
     """Settings for every shard, in shard order (existing_only: skip shard files not created yet)."""
     out = [shard_settings(settings, k) for k in range(settings.shards)]
