@@ -9,6 +9,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.settings import Settings
 
 
@@ -54,7 +55,7 @@ def abandon(settings: Settings, export_ids: list[str], dry_run: bool) -> dict[st
 def restore_rows(settings: Settings, user_id: str, table: str | None, ids: list[str] | None,
                  from_run_id: str | None, dry_run: bool) -> dict[str, Any]:
     """Bring archived rows back into the live tables (idempotent)."""
-    return archive.restore(settings, user_id, table=table, ids=ids, export_run_id=from_run_id, dry_run=dry_run)
+    return restore(settings, user_id, table=table, ids=ids, export_run_id=from_run_id, dry_run=dry_run)
 
 
 @task(name="archive-due", retries=1, retry_delay_seconds=10, cache_policy=NO_CACHE)

@@ -1,4 +1,4 @@
-"""Retention and the verified parquet archive: list, mark, export, finalize, restore, archive_due.
+"""Retention and the verified parquet archive: list, mark, export, finalize, archive_due (restore: restore.py).
 
 Lifecycle of a retired row (episodes in 'removal'; facts in 'removal', 'merged_into', 'deprecated',
 'retracted' or 'superseded') once it is older than the retention window:
@@ -77,7 +77,7 @@ FINALIZE_SCHEMAS: dict[str, pa.Schema] = {
         ("status_changed_at", _TS), ("content_hash", pa.string()),
     ]),
 }
-_SEP = "\x1f"
+KEY_SEP = "\x1f"
 
 
 class ArchiveIntegrityError(EngramError):
@@ -164,7 +164,7 @@ def _sources_count(con: db.Connection, user_id: str, fact_keys: pl.DataFrame) ->
         return int(db.rows(con, "queries/archive_due_fact_sources_count", user_id=user_id)[0][0])
 
 
-def _exports(con: db.Connection, user_id: str | None = None, run_id: str | None = None,
+def exports_of(con: db.Connection, user_id: str | None = None, run_id: str | None = None,
              statuses: list[str] | None = None, export_ids: list[str] | None = None) -> list[dict[str, Any]]:
     frame = db.query(con, "queries/archive_exports_list", user_id=user_id, run_id=run_id, statuses=statuses,
                      export_ids=export_ids)
@@ -182,7 +182,7 @@ def list_exports(
     if status is not None and status not in ("writing", "exported", "finalized", "abandoned"):
         raise InvalidInput(f"status: {status!r} is not one of writing, exported, finalized, abandoned")
     with db.open_store(settings) as con:
-        return _exports(con, user_id=user_id, run_id=run_id, statuses=[status] if status else None)
+        return exports_of(con, user_id=user_id, run_id=run_id, statuses=[status] if status else None)
 
 
 def list_removal_candidates(
@@ -203,7 +203,7 @@ def list_removal_candidates(
             u: _sources_count(con, u, due.filter((pl.col("user_id") == u) & (pl.col("table_name") == "facts")))
             for u in due["user_id"].unique().sort().to_list()
         }
-        pending = _exports(con, user_id=user_id, statuses=["writing", "exported"])
+        pending = exports_of(con, user_id=user_id, statuses=["writing", "exported"])
     groups = (
         due.group_by("table_name", "user_id", "status")
         .agg(pl.len().alias("n"), pl.col("changed_at").min().alias("oldest"))
@@ -272,7 +272,7 @@ def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
     """Abandon exports left in 'writing' by a process that is gone; their files leave the glob."""
     now = clock.naive_utc_or_now(now)
     with db.open_store(settings) as con:
-        stale = [x for x in _exports(con, statuses=["writing"]) if _writer_gone(x["note"], x["created_at"], now)]
+        stale = [x for x in exports_of(con, statuses=["writing"]) if _writer_gone(x["note"], x["created_at"], now)]
         stale = [x for x in stale if _set_aside_interrupted(settings, x)]
         for x in stale:
             new_path = x["path"]
@@ -305,7 +305,7 @@ def abandon_exports(settings: Settings, export_ids: Sequence[str], dry_run: bool
     if not export_ids:
         raise InvalidInput("export_ids: give at least one export id")
     with db.open_store(settings) as con:
-        found = _exports(con, export_ids=list(export_ids))
+        found = exports_of(con, export_ids=list(export_ids))
         unknown = sorted(set(export_ids) - {x["export_id"] for x in found})
         if unknown:
             raise InvalidInput(f"export_ids: unknown {unknown[:10]}")
@@ -427,7 +427,7 @@ def export_removals(
     with db.open_store(settings) as con:
         due = due_rows(con, user_id, statuses, cutoff)
         pending: dict[str, int] = defaultdict(int)
-        for x in _exports(con, user_id=user_id, statuses=["writing", "exported"]):
+        for x in exports_of(con, user_id=user_id, statuses=["writing", "exported"]):
             pending[x["user_id"]] += 1
         plan: dict[str, dict[str, pa.Table]] = {}
         counts: dict[str, int] = defaultdict(int)
@@ -503,11 +503,11 @@ def finalize_removal(
     if not dry_run:
         abandon_interrupted(settings)
     with db.open_store(settings) as con:
-        matched = _exports(con, user_id=user_id, run_id=run_id, statuses=["exported"],
+        matched = exports_of(con, user_id=user_id, run_id=run_id, statuses=["exported"],
                            export_ids=list(export_ids) if export_ids else None)
         wanted = {x["batch_id"] for x in matched}
         # a batch is finalized whole: a fact leaves only together with its fact_sources file
-        pending = [x for x in _exports(con, user_id=user_id, statuses=["exported"]) if x["batch_id"] in wanted]
+        pending = [x for x in exports_of(con, user_id=user_id, statuses=["exported"]) if x["batch_id"] in wanted]
     batches: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for x in sorted(pending, key=lambda x: x["export_id"]):
         batches[x["batch_id"]].append(x)
@@ -545,7 +545,7 @@ def finalize_removal(
                 db.execute(con, "queries/archive_mark_finalized", export_ids=ids, now=now)
                 crash_point("archive:during_finalize")
             crash_point("archive:after_finalize")
-            for x in _exports(con, export_ids=ids):
+            for x in exports_of(con, export_ids=ids):
                 rows[x["table_name"]] += x["finalized_rows"] or 0
         done.append(batch_id)
     log.info("finalize %s: %d batch(es), rows %s, %d refused", finalize_run_id, len(done), rows, len(refused))
@@ -558,86 +558,6 @@ def finalize_removal(
             + " | Put the original file back, or run `engram finalize-removal --abandon EXPORT_ID` so the"
             " next export writes the rows again.",
         )
-    return result
-
-
-# ---------------------------------------------------------------------------------------------
-# restore
-
-
-def _row_ids(table: str, frame: pa.Table) -> pa.Array:
-    if table == "fact_sources":
-        return pc.binary_join_element_wise(frame["fact_id"], frame["episode_id"], frame["relation"], _SEP)
-    return frame["id"]
-
-
-def restore(
-    settings: Settings,
-    user_id: str,
-    table: str | None = None,
-    ids: Sequence[str] | None = None,
-    export_run_id: str | None = None,
-    run_id: str | None = None,
-    dry_run: bool = False,
-    reason: str = "restored from the archive",
-) -> dict[str, Any]:
-    """Bring archived rows of a tenant back into the live tables (and the sources of restored facts).
-
-    Idempotent: rows already live are kept and counted as already_live; a second call restores nothing.
-    """
-    if not user_id:
-        raise InvalidInput("user_id: required")
-    if table is not None and table not in TABLES:
-        raise InvalidInput(f"table: {table!r} is not one of {list(TABLES)}")
-    wanted = list(dict.fromkeys(ids)) if ids else None
-    run_id = check_run_id(run_id or clock.run_id("restore"))
-    archive_dir = Path(settings.archive_dir)
-    with db.open_store(settings) as con:
-        picked = db.query(con, "queries/archive_restorable", user_id=user_id, table_name=table, ids=wanted,
-                          run_id=export_run_id)
-        exports = {x["export_id"]: x for x in _exports(con, user_id=user_id,
-                                                       export_ids=picked["export_id"].unique().to_list() or None)}
-    not_archived = sorted(set(wanted or []) - set(picked["row_id"].to_list()))
-    counts = {t: int(picked.filter(pl.col("table_name") == t).height) for t in TABLES}
-    result: dict[str, Any] = {"run_id": run_id, "dry_run": dry_run, "rows": counts,
-                              "already_live": {t: 0 for t in TABLES},
-                              "not_archived": not_archived}
-    if dry_run or picked.height == 0:
-        return result
-    incoming: dict[str, list[pa.Table]] = defaultdict(list)
-    for export_id, group in picked.group_by("export_id", maintain_order=True):
-        x = exports[export_id[0]]
-        path = archive_dir / x["path"]
-        # the manifest's sha256 was taken from bytes whose rows were verified: same bytes, same rows
-        problems = verify(path, None, None, x["file_sha256"], x["file_bytes"], decode=False)
-        if problems:
-            raise ArchiveIntegrityError("restore refused, nothing restored: " + "; ".join(problems))
-        row_ids = group["row_id"].to_list()
-        if x["table_name"] == "fact_sources":
-            part = read_matching(path, "fact_id", sorted({r.split(_SEP, 1)[0] for r in row_ids}))
-        else:
-            part = read_matching(path, "id", row_ids)
-        part = part.filter(pc.is_in(_row_ids(x["table_name"], part), value_set=pa.array(row_ids, pa.string())))
-        if part.num_rows != len(row_ids):
-            raise ArchiveIntegrityError(f"restore refused, nothing restored: {path} holds {part.num_rows} of the "
-                                        f"{len(row_ids)} rows the index says it archived")
-        incoming[x["table_name"]].append(part)
-    keys = picked.select("table_name", "row_id", "export_id").to_arrow()
-    inserted: dict[str, int] = {}
-    now = clock.now()
-    with db.open_store(settings) as con, db.transaction(con):
-        for name in ("episodes", "facts", "fact_sources"):
-            if incoming.get(name):
-                with db.registered(con, "archive_restore_rows", pa.concat_tables(incoming[name])):
-                    inserted[name] = int(db.rows(con, f"queries/archive_restore_{name}")[0][0])
-        with db.registered(con, "archive_restore_keys", keys):
-            db.execute(con, "queries/archive_insert_restored_events", user_id=user_id, run_id=run_id,
-                       reason=reason, now=now)
-            db.execute(con, "queries/archive_mark_restored", user_id=user_id, run_id=run_id, now=now)
-        crash_point("archive:during_restore")
-    result["rows"] = {t: inserted.get(t, 0) for t in TABLES}
-    result["already_live"] = {t: counts[t] - inserted.get(t, 0) for t in TABLES}
-    log.info("restore %s: %s restored", run_id, result["rows"])
     return result
 
 

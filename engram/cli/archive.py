@@ -173,7 +173,7 @@ def restore_cmd(
     as_json: Json = False,
 ) -> None:
     """Bring archived rows back into the live tables (idempotent; facts come back with their sources)."""
-    from engram.archive.ops import restore
+    from engram.archive.restore import restore
     from engram.cli.app import emit
 
     result = _run(restore, user, tenant=user, table=table, ids=ids or None, export_run_id=from_run, dry_run=dry_run)

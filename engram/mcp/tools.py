@@ -277,6 +277,7 @@ def _maintenance_schema(s: Settings) -> dict[str, Any]:
 
 def _maintenance(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
     from engram.archive import ops as archive
+    from engram.archive.restore import restore
 
     op, s, u = a["op"], ctx.settings, ctx.user_id
     if a.get("table") == "fact_sources" and op != "restore":
@@ -291,7 +292,7 @@ def _maintenance(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
     if op == "finalize_removal":
         return archive.finalize_removal(s, u, run_id=a.get("run_id"), export_ids=a["export_ids"] or None,
                                         dry_run=a["dry_run"])
-    return archive.restore(s, u, table=a.get("table"), ids=a["ids"] or None, export_run_id=a.get("run_id"),
+    return restore(s, u, table=a.get("table"), ids=a["ids"] or None, export_run_id=a.get("run_id"),
                            dry_run=a["dry_run"])
 
 

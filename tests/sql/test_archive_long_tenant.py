@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.archive.files import MANIFEST_DIR, partition_dir
 from engram.store import db
 from engram.store.ingest import add_episodes
@@ -58,7 +59,7 @@ def test_a_long_user_id_archives_and_restores(settings, tenant: str) -> None:
                            {"g": str(root / "**" / "*.parquet")}).fetchall()
         assert hive == [(2,)]  # hive-partitioned reads still work over the whole archive
         assert violations(con) == {}
-    restored = archive.restore(settings, tenant)
+    restored = restore(settings, tenant)
     assert restored["rows"]["episodes"] == 2
     assert live_episodes(settings, tenant) == ["e0", "e1", "e2"]
 

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.errors import InvalidInput
 from engram.store import db
 from tests.archive_scenario import (
@@ -89,7 +90,7 @@ def test_dry_runs_write_nothing(seeded) -> None:
     assert manifest(seeded) == [] and parquet_files(seeded) == []
     archive.export_removals(seeded, as_of=AS_OF, run_id="r1")
     assert archive.finalize_removal(seeded, dry_run=True)["rows"] == {"facts": 6, "fact_sources": 7, "episodes": 3}
-    assert archive.restore(seeded, USER, dry_run=True)["rows"] == {"episodes": 0, "facts": 0, "fact_sources": 0}
+    assert restore(seeded, USER, dry_run=True)["rows"] == {"episodes": 0, "facts": 0, "fact_sources": 0}
     assert snapshots(seeded) == before
 
 
@@ -120,12 +121,12 @@ def test_round_trip_keeps_every_column_equal(seeded) -> None:
                 original = before[table][tuple(rec[k] for k in keys)]
                 assert tuple(json.loads(v) if names[i] == "metadata" and v else v for i, v in enumerate(row)) == \
                     tuple(json.loads(v) if names[i] == "metadata" and v else v for i, v in enumerate(original))
-    first = archive.restore(seeded, USER)
-    second = archive.restore(seeded, OTHER)
+    first = restore(seeded, USER)
+    second = restore(seeded, OTHER)
     assert first["rows"] == {"episodes": 2, "facts": 5, "fact_sources": 6}
     assert second["rows"] == {"episodes": 1, "facts": 1, "fact_sources": 1}
     assert snapshots(seeded) == before
-    again = archive.restore(seeded, USER)
+    again = restore(seeded, USER)
     assert again["rows"] == {"episodes": 0, "facts": 0, "fact_sources": 0}
     with db.open_store(seeded) as con:
         assert violations(con) == {}
@@ -141,7 +142,7 @@ def test_archive_due_twice_changes_nothing_and_restored_rows_are_held(seeded) ->
     second = archive.archive_due(seeded, USER, AS_OF, "run-2")
     assert second["files"] == 0 and sum(v for k, v in second.items() if k.startswith("archived_")) == 0
     assert snapshots(seeded) == after_first
-    assert archive.restore(seeded, USER, ids=["f_rm", "missing"])["not_archived"] == ["missing"]
+    assert restore(seeded, USER, ids=["f_rm", "missing"])["not_archived"] == ["missing"]
     # a restored row is held for a retention window after its restore, measured from the restore time
     assert archive.archive_due(seeded, USER, AS_OF, "run-3")["archived_facts"] == 0
     later = datetime.now() + timedelta(days=31)
@@ -265,9 +266,9 @@ def test_restore_refuses_a_damaged_file_and_restores_nothing(seeded) -> None:
     data = facts_file.read_bytes()
     facts_file.write_bytes(data[:-10] + bytes(10))  # same size, different bytes
     with pytest.raises(archive.ArchiveIntegrityError, match="sha256"):
-        archive.restore(seeded, USER)
+        restore(seeded, USER)
     with db.open_store(seeded) as con:
         assert archived_ids(con, "facts", USER) == sorted(DUE[(USER, "facts")])
         assert archived_ids(con, "episodes", USER) == sorted(DUE[(USER, "episodes")])
     facts_file.write_bytes(data)
-    assert archive.restore(seeded, USER, ids=["f_rm"])["rows"] == {"episodes": 0, "facts": 1, "fact_sources": 2}
+    assert restore(seeded, USER, ids=["f_rm"])["rows"] == {"episodes": 0, "facts": 1, "fact_sources": 2}
