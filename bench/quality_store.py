@@ -13,7 +13,7 @@ import numpy as np
 
 from bench.quality_embed import CachedEmbedder
 from engram.consolidate import stages as consolidate
-from engram.query.vector_index import CACHE
+from engram.index.vector_index import CACHE
 from engram.settings import Settings, load_settings
 from engram.store import db
 from engram.store.ingest import add_episodes

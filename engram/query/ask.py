@@ -12,17 +12,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.index.vector_index import CACHE
 from engram.llm.prompt_quote import DATA_RULE, data_block, memory_record
 from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_text, utcnow
-from engram.query.lexical import tokenize
 from engram.query.search import search_memory
-from engram.query.tokens import count_tokens
-from engram.query.vector_index import CACHE
+from engram.query.wordpiece import count_tokens
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import normalize
+from engram.text.tokens import tokenize
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.index.vector_index import CACHE
 from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query import candidates
 from engram.query.common import (
@@ -20,7 +21,6 @@ from engram.query.common import (
     utcnow,
 )
 from engram.query.snippets import cut_at_sentence
-from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import EPISODE_SCHEMA, validate_record

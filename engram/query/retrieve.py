@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.index.vector_index import CACHE
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -20,7 +21,6 @@ from engram.query.common import (
     utcnow,
 )
 from engram.query.snippets import cut_at_sentence, trust_tier
-from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id

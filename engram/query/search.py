@@ -16,6 +16,8 @@ import numpy as np
 from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
+from engram.index.cache import table_index
+from engram.index.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.query import candidates
 from engram.query.common import (
     as_naive_utc,
@@ -26,8 +28,6 @@ from engram.query.common import (
     require_text,
     utcnow,
 )
-from engram.query.persisted import table_index
-from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.settings import Settings
 from engram.store import db
 from engram.store.tenant import normalise_user_id
