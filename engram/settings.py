@@ -61,7 +61,7 @@ class Settings(BaseSettings):
         None, description="Dask scheduler address (e.g. tcp://10.0.0.5:8786); set = run shards on Dask."
     )
 
-    # on-disk search indexes (engram/query/persisted.py). A new process answers from a published index in
+    # on-disk search indexes (engram/index/). A new process answers from a published index in
     # ~2 s at 1M facts, against 40-90 s to build the in-memory one (bench/perf/SEARCH.md); below
     # search_index_min_rows the in-memory build takes about a second, so no index is written.
     search_index: bool = Field(

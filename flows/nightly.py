@@ -10,7 +10,13 @@ from prefect import flow, get_run_logger
 from engram import clock
 from engram import embed as embedders
 from engram import llm as llms
-from engram.consolidate.runner import Tools, choose_stages, consolidate_tenants, failed_tenants, run_tenant
+from engram.consolidate.runner import (
+    Tools,
+    choose_stages,
+    consolidate_tenants,
+    failed_tenants,
+    run_tenant,
+)
 from engram.flows.artifacts import publish_run_artifacts
 from engram.settings import Settings, load_settings
 from engram.store.runs import make_run_id

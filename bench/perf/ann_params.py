@@ -6,7 +6,7 @@ The vectors are those bench/perf/search.py stores: the dev sentences' MiniLM vec
 noised copies (bench/perf/real_vectors.py), with --queries held-out real sentences as queries. For each
 connectivity/expansion_add pair the graph is built as publish builds it (i8, inner product, 2
 threads), then searched at each expansion_search for the top 100 candidates, which are rescored
-exactly in float32 as the search path does (engram/query/persisted.py). recall@10 is against the exact
+exactly in float32 as the search path does (engram/index/). recall@10 is against the exact
 float32 top-10 over every vector. HNSW builds on several threads are not deterministic: two builds
 with the same setting can differ by a few points of recall at 1M.
 """
@@ -20,7 +20,7 @@ import numpy as np
 
 from bench.perf import real_vectors
 
-RESCORED = 100  # persisted.ANN_RESCORE: candidates rescored for a top-10
+RESCORED = 100  # engram.index.merged.ANN_RESCORE: candidates rescored for a top-10
 
 
 def held_out(size: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:

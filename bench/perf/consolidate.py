@@ -36,7 +36,7 @@ from engram.consolidate import fact_keys
 from engram.consolidate import runner as consolidate
 from engram.consolidate.context import StageContext
 from engram.consolidate.merge_plan import similar_pairs
-from engram.query import persisted
+from engram.index import writer
 from engram.settings import load_settings
 from engram.store import db
 
@@ -241,7 +241,7 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_
     if search_index:  # the previous night's publish: the facts index the stages search
         with db.open_store(settings) as con:
             t = time.perf_counter()
-            persisted.write_tenant(settings, con, "bench", MODEL, DIM, run_id="previous-night", tables=("facts",))
+            writer.write_tenant(settings, con, "bench", MODEL, DIM, run_id="previous-night", tables=("facts",))
             publish_s = time.perf_counter() - t
     # the night runs in a new process: its peak RSS is the night's, not the store builder's
     proc = subprocess.run([sys.executable, "-m", "bench.perf.consolidate", "--night", str(path), str(n_facts),
@@ -257,7 +257,7 @@ def run_size(n_facts: int, n_new: int, allpairs_max: int, workdir: Path, search_
     if search_index:  # the night's publish stage: the index the next night and the readers use
         with db.open_store(settings) as con:
             t = time.perf_counter()
-            persisted.write_tenant(settings, con, "bench", MODEL, DIM, run_id=f"run-bench-{n_facts}")
+            writer.write_tenant(settings, con, "bench", MODEL, DIM, run_id=f"run-bench-{n_facts}")
             publish_after_s = time.perf_counter() - t
     # floor: the raw float32 matmul of the night's episodes against the store (what exact support costs)
     q = fact_vecs[: min(n_new, n_facts)].copy()

@@ -71,15 +71,15 @@ def build(lib: str, size: int, n_queries: int) -> dict:
         index.add_items(vecs, np.arange(len(vecs)), num_threads=2)
         index.save_index(str(out / "index.hnswlib"))
     elif lib == "numpy-csr":
-        from engram.query.lexical import tokenize
-        from engram.query.persisted import postings
+        from engram.index.bm25 import postings
+        from engram.text.tokens import tokenize
 
         for key, array in postings([tokenize(t) for t in texts]).items():
             np.save(out / f"{key}.npy", array)
     elif lib == "bm25s":
         import bm25s
 
-        from engram.query.lexical import tokenize
+        from engram.text.tokens import tokenize
 
         retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
         toks = [tokenize(t) for t in texts]
@@ -135,7 +135,7 @@ def query(lib: str, size: int, n_queries: int) -> dict:
         index.load_index(str(out / "index.hnswlib"))
         index.set_ef(64)
     elif lib == "numpy-csr":
-        from engram.query.persisted import Postings
+        from engram.index.bm25 import Postings
 
         index = Postings({k: np.load(out / f"{k}.npy", mmap_mode="r") for k in
                           ("bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths")})
@@ -154,7 +154,7 @@ def query(lib: str, size: int, n_queries: int) -> dict:
     noisy = np.asarray(vecs[picks]) + 0.3 / np.sqrt(vecs.shape[1]) * rng.normal(size=(len(picks), vecs.shape[1]))
     qs = np.vstack([qvecs[: n_queries - len(picks)], noisy / np.linalg.norm(noisy, axis=1, keepdims=True)]).astype(np.float32)
     times, recall = [], []
-    from engram.query.lexical import tokenize
+    from engram.text.tokens import tokenize
 
     for i, q in enumerate(qs):
         t = time.perf_counter()
@@ -175,7 +175,7 @@ def query(lib: str, size: int, n_queries: int) -> dict:
         else:
             text = qtexts[i % len(qtexts)]
             if lib == "numpy-csr":
-                from engram.query.persisted import bm25_scores
+                from engram.index.bm25 import bm25_scores
 
                 scores = bm25_scores([index], tokenize(text), [None])[0]
                 top = np.argpartition(-scores, 40)[:40]

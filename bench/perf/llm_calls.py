@@ -37,14 +37,14 @@ from typing import Any
 import numpy as np
 
 from engram import embed
-from engram.consolidate.context import StageContext
-from engram.consolidate.runner import Tools, run_stage
 from engram.consolidate.batch import collect_batches, submit_batch
+from engram.consolidate.context import StageContext
 from engram.consolidate.llm_extract import ClusterInput, ExtractionReply, extract_facts
 from engram.consolidate.llm_extract import build_prompt as extraction_prompt
 from engram.consolidate.resolve import resolve_pending
 from engram.consolidate.review_prompts import MergeReply
 from engram.consolidate.review_prompts import build_prompt as review_prompt
+from engram.consolidate.runner import Tools, run_stage
 from engram.llm.base import BATCH_PRICE_FACTOR
 from engram.llm.fake import FakeBatch, FakeLLM
 from engram.llm.fake_rules import rule_based_responder

@@ -115,8 +115,8 @@ def _timed_flow(db_path: Path, shards: int, as_of: datetime, dask_address: str |
 
 def _per_tenant_cost(work: Path, n_tenants: int, as_of: datetime) -> dict[str, float]:
     """Seconds per tenant without Prefect: one shard, tenants in sequence, store held open or not."""
-    from engram.consolidate.shards import consolidate_shard
     from engram.consolidate.runner import STAGES
+    from engram.consolidate.shards import consolidate_shard
     from engram.settings import load_settings
     from engram.store.runs import make_run_id
 

@@ -37,10 +37,10 @@ import numpy as np
 import pyarrow as pa
 
 from bench.perf import real_vectors
-from engram.query import persisted
-from engram.query.persisted import PERSISTED
+from engram.index import writer
+from engram.index.cache import PERSISTED
+from engram.index.vector_index import CACHE
 from engram.query.search import search_memory
-from engram.query.vector_index import CACHE
 from engram.query.warm import WARM_QUERY, warm_up
 from engram.settings import load_settings
 from engram.store import db
@@ -120,7 +120,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, 
                 db.execute(con, "queries/insert_facts")
         load_s = time.perf_counter() - t0
         t = time.perf_counter()
-        published = persisted.write_tenant(settings, con, USER, MODEL, DIM, run_id="bench")
+        published = writer.write_tenant(settings, con, USER, MODEL, DIM, run_id="bench")
         publish_s = time.perf_counter() - t
     result: dict = {"size": size, "load_s": load_s, "publish_s": publish_s, "published": published, "steady": steady}
     queries = list(zip(query_t, query_v, strict=True))

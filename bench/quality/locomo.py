@@ -13,8 +13,8 @@ import argparse
 import json
 import os
 import platform
-import sys
 import re
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from engram import embed as embedders
-from engram.query.lexical import BM25
+from engram.index.bm25 import BM25
+from engram.index.vector_index import CACHE
 from engram.query.search import search_memory
-from engram.query.vector_index import CACHE
 from engram.settings import load_settings
 from engram.store.ingest import add_episodes
 from engram.store.locomo import locomo_records

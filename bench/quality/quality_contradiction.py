@@ -17,7 +17,8 @@ from bench.quality import metrics
 from bench.quality.quality_data import Pair, load_nli_binary, load_sick
 from bench.quality.quality_embed import CachedEmbedder, pair_cosines
 from engram.consolidate import pair_rules
-from engram.text.sentences import ANTONYMS, valence_conflict, words
+from engram.text.sentences import ANTONYMS, valence_conflict
+from engram.text.tokens import words
 
 THRESHOLDS = np.round(np.concatenate([[-1.0], np.arange(0.30, 0.991, 0.01)]), 2)
 

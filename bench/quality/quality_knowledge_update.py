@@ -26,7 +26,7 @@ from bench.quality.quality_store import (
     ingest,
     open_temp_store,
 )
-from engram.query.lexical import BM25
+from engram.index.bm25 import BM25
 from engram.query.search import search_memory
 from engram.store import db
 

@@ -30,8 +30,8 @@ from bench.quality.quality_store import (
     ingest,
     open_temp_store,
 )
-from engram.consolidate.scoring import decayed
-from engram.query.lexical import BM25
+from engram.decay import decayed
+from engram.index.bm25 import BM25
 from engram.query.search import search_memory
 from engram.store import db
 from engram.store.locomo import locomo_records

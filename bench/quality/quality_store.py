@@ -14,7 +14,7 @@ import numpy as np
 from bench.quality.quality_embed import CachedEmbedder
 from engram.consolidate.context import StageContext
 from engram.consolidate.runner import Tools, run_stage
-from engram.query.vector_index import CACHE
+from engram.index.vector_index import CACHE
 from engram.settings import Settings, load_settings
 from engram.store import db
 from engram.store.ingest import add_episodes

@@ -29,7 +29,6 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engram import clock
 from engram.archive.files import (
@@ -37,7 +36,6 @@ from engram.archive.files import (
     check_run_id,
     partition_dir,
     read_columns,
-    read_matching,
     set_aside,
     verify,
     write_manifest_entry,

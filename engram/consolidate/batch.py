@@ -22,6 +22,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from engram.consolidate.context import StageContext, vectors_of
+from engram.consolidate.extract import fact_rows, statement_drafts
 from engram.consolidate.fact_keys import known_statements
 from engram.consolidate.llm_extract import (
     OUTPUT_TOKENS_PER_CLUSTER,
@@ -52,8 +54,6 @@ from engram.consolidate.review_prompts import (
     build_requests,
     validate_reply,
 )
-from engram.consolidate.context import StageContext, vectors_of
-from engram.consolidate.extract import fact_rows, statement_drafts
 from engram.embed.models import Embedder
 from engram.llm.base import (
     BatchLLM,

@@ -19,7 +19,13 @@ import pyarrow as pa
 
 from engram.consolidate import fact_keys
 from engram.consolidate.cluster import cluster_embeddings
-from engram.consolidate.context import StageContext, StagePlan, new_review, queue_reviews, vectors_of
+from engram.consolidate.context import (
+    StageContext,
+    StagePlan,
+    new_review,
+    queue_reviews,
+    vectors_of,
+)
 from engram.consolidate.fact_keys import statement_key
 from engram.consolidate.scoring import initial_confidence
 from engram.consolidate.updates import restatement_runs

@@ -20,7 +20,7 @@ import pyarrow as pa
 from engram.consolidate.pair_rules import valence_code
 from engram.consolidate.updates import update_frame
 from engram.store import db
-from engram.text.sentences import words
+from engram.text.tokens import words
 
 KEYS_VERSION = 3  # 2: valence_code; 3: a number after the leading name is part of the subject ("User 2")
 # extract keys each new statement, and the confidence stage keys the same texts again to store them on the

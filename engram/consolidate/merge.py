@@ -9,11 +9,16 @@ status merged_into) and queues the rest for review.
 
 from __future__ import annotations
 
-
 import polars as pl
 
 from engram.consolidate import pairs
-from engram.consolidate.context import StageContext, StagePlan, new_review, queue_reviews, queued_pairs
+from engram.consolidate.context import (
+    StageContext,
+    StagePlan,
+    new_review,
+    queue_reviews,
+    queued_pairs,
+)
 from engram.consolidate.merge_plan import FactInfo, components, plan_merges
 from engram.consolidate.scoring import reinforced
 from engram.embed.models import Embedder

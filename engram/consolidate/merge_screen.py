@@ -25,9 +25,9 @@ from engram.consolidate.pair_rules import (
     char_text,
     content_word,
     same_statement,
-    stem,
 )
-from engram.text.sentences import _NUMBER, _SPEAKER, names, word_tuple
+from engram.text.sentences import _NUMBER, _SPEAKER, names
+from engram.text.tokens import suffix_stem, word_tuple
 
 # A pair this close to the cut goes to the per-pair rule even when its score here is below it: the
 # scores are meant to be equal, and this keeps a rounding difference from changing a decision.
@@ -69,7 +69,7 @@ def leading_scores(pairs: Sequence[tuple[str, str, float]]) -> list[float | None
         seq.extend(map(token_ids.__getitem__, tokens))
         info.append((tokens, names(statement), frozenset(_NUMBER.findall(statement))))
     stem_ids = _Numbering()
-    token_stem = [stem_ids[stem(w)] for w in token_ids]  # per token id: its stem's id
+    token_stem = [stem_ids[suffix_stem(w)] for w in token_ids]  # per token id: its stem's id
     token_content = [content_word(w) for w in token_ids]  # per token id: may be a content word
 
     lengths = np.fromiter((len(tokens) for tokens, _, _ in info), np.int64, len(texts))

@@ -3,7 +3,7 @@
 Each query vector (a new episode or fact) is paired with its PAIR_K nearest active facts above the
 threshold, on both paths: a new statement is compared with the facts closest to it, not with every
 fact of a dense neighbourhood (a store of near-copies would otherwise yield millions of pairs a night).
-With a published facts index (engram.query.persisted) the store's vectors are never read into memory:
+With a published facts index (engram.index) the store's vectors are never read into memory:
 the graph, searched at PAIR_EXPANSION, proposes GRAPH_K candidates per query vector, each rescored
 with the generation's float16 copy of the vectors (memory-mapped, half the pages of float32; a cosine
 moves by less than 1e-3; the i8 graph's inner-product distances are not cosines on a fixed scale, so
@@ -26,9 +26,11 @@ import pyarrow as pa
 
 from engram.consolidate.fact_keys import KEYS_VERSION
 from engram.consolidate.merge_plan import similar_pairs, top_per_row
-from engram.query.ann_graph import vector_rows
-from engram.query.persisted import HALF_VECTORS, PERSISTED, IndexNotPublished, IndexUnusable, PersistedTableIndex
-from engram.query.vector_index import table_signature
+from engram.index.ann_graph import vector_rows
+from engram.index.cache import PERSISTED
+from engram.index.disk import HALF_VECTORS, IndexNotPublished, IndexUnusable
+from engram.index.merged import PersistedTableIndex
+from engram.index.vector_index import table_signature
 from engram.store import db
 
 log = logging.getLogger(__name__)

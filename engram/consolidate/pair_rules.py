@@ -18,31 +18,16 @@ from engram.text.sentences import (
     _NUMBER,
     _SPEAKER,
     NEGATIONS,
-    STOPWORDS,
     _negations,
     names,
     numbered_name,
     valence_conflict,
     valence_signature,
-    word_tuple,
-    words,
 )
+from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple, words
 
 if TYPE_CHECKING:  # the rules run in workers that need not import numpy
     import numpy as np
-
-
-@lru_cache(maxsize=1 << 16)
-def stem(word: str) -> str:
-    """A crude, symmetric suffix stem ("running" ~ "runs" ~ "run"), enough to compare two sentences."""
-    w = word.replace("\u2019", "'").removesuffix("'s").strip("'")
-    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix) and not w.endswith("ss"):
-            w = w[: -len(suffix)] + repl
-            break
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiousl":
-        w = w[:-1]  # runn -> run, stopp -> stop
-    return w
 
 
 @dataclass(frozen=True)
@@ -93,7 +78,7 @@ def subject(text: str) -> str | None:
     ("Caroline adopted a dog", as atomic extraction states facts); None when it does not say."""
     if m := _SPEAKER.match(text):
         return m.group().strip().rstrip(":").strip().lower()
-    if (m := _LEADING_NAME.match(text)) and (w := m.group(1).lower().removesuffix("'s")) not in STOPWORDS | _NOT_SUBJECTS | NEGATIONS:
+    if (m := _LEADING_NAME.match(text)) and (w := m.group(1).lower().removesuffix("'s")) not in STATEMENT_STOPWORDS | _NOT_SUBJECTS | NEGATIONS:
         if (n := _NUMBER_AFTER_NAME.match(text, m.end())) and numbered_name(w, n.group(1)):
             return f"{w} {n.group(1)}"  # "User 1" and "User 2" are two people
         return w
@@ -110,12 +95,12 @@ PARTICLES = {"on", "off", "in", "out", "into", "onto", "up", "down", "over", "un
 def _statement(text: str) -> tuple[str, tuple[tuple[str, str], ...], frozenset[str]]:
     """A statement without its speaker prefix, its candidate content words (word, stem), its numbers."""
     t = _SPEAKER.sub("", text, count=1)
-    return t, tuple((w, stem(w)) for w in word_tuple(t) if content_word(w)), frozenset(_NUMBER.findall(t))
+    return t, tuple((w, suffix_stem(w)) for w in word_tuple(t) if content_word(w)), frozenset(_NUMBER.findall(t))
 
 
 def content_word(word: str) -> bool:
     """Whether a word token can be a content word: no function word, negation or number."""
-    return word not in STOPWORDS and word not in NEGATIONS and not word.endswith("n't") and not word[0].isdigit()
+    return word not in STATEMENT_STOPWORDS and word not in NEGATIONS and not word.endswith("n't") and not word[0].isdigit()
 
 
 # A pair is read by the rules one after another (merge features, then changed_detail), not across a
@@ -155,7 +140,7 @@ def _chars(text: str) -> set[tuple[str, ...]]:
 def _stems(text: str) -> tuple[str, ...]:
     """The stems of a statement's words, its speaker prefix left out (cached: a new fact is in up to
     PAIR_K pairs a night)."""
-    return tuple(stem(w) for w in words(_SPEAKER.sub("", text, count=1)))
+    return tuple(suffix_stem(w) for w in words(_SPEAKER.sub("", text, count=1)))
 
 
 # Where a sentence splits into clauses: punctuation, conjunctions and clause openers.
@@ -169,7 +154,7 @@ def _clauses(text: str) -> tuple[frozenset[str], ...]:
     """The stemmed content words of each clause of a statement (clauses of two or more content words)."""
     out = []
     for part in _CLAUSE_BREAK.split(_SPEAKER.sub("", text, count=1)):
-        if part and len(c := frozenset(stem(w) for w in words(part) if w not in STOPWORDS)) >= 2:
+        if part and len(c := frozenset(suffix_stem(w) for w in words(part) if w not in STATEMENT_STOPWORDS)) >= 2:
             out.append(c)
     return tuple(out)
 
@@ -275,7 +260,7 @@ def _particles(text: str) -> list[str]:
 def _content_order(text: str, shared: frozenset[str]) -> list[str]:
     seen: list[str] = []
     for w in words(_SPEAKER.sub("", text, count=1)):
-        s = stem(w)
+        s = suffix_stem(w)
         if s in shared and s not in seen:
             seen.append(s)
     return seen
@@ -283,7 +268,7 @@ def _content_order(text: str, shared: frozenset[str]) -> list[str]:
 
 def _size(text: str) -> int:
     """Words that are not function words, names and numbers included."""
-    return sum(1 for w in words(_SPEAKER.sub("", text, count=1)) if w not in STOPWORDS)
+    return sum(1 for w in words(_SPEAKER.sub("", text, count=1)) if w not in STATEMENT_STOPWORDS)
 
 
 # Colour words, spelling variants folded ("blonde" ~ "blond", "gray" ~ "grey", "dark" hair ~ "black").
@@ -376,7 +361,7 @@ def cessation(a: str, b: str) -> bool:
     if _ends(a) == _ends(b):
         return False
     pair = view(a, b)
-    shared = {stem(w) for w in pair.content_a} & {stem(w) for w in pair.content_b}
+    shared = {suffix_stem(w) for w in pair.content_a} & {suffix_stem(w) for w in pair.content_b}
     return len(shared) >= CESSATION_MIN_SHARED
 
 

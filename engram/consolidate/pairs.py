@@ -19,7 +19,7 @@ from engram.arrays import unique_sorted
 from engram.consolidate import fact_keys, merge_screen, pair_rules, rule_pool
 from engram.consolidate.context import StageContext, fact_texts
 from engram.consolidate.neighbours import FactSpace, load_facts
-from engram.consolidate.scoring import decayed_array
+from engram.decay import decayed_array
 from engram.embed.models import Embedder
 from engram.store import db
 from engram.store.runs import completed_counts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engram.consolidate.context import StageContext, StagePlan
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
-from engram.query import persisted
+from engram.index.writer import write_tenant
 from engram.store import db
 
 
@@ -14,7 +14,7 @@ def publish(ctx: StageContext, embedder: Embedder) -> StagePlan:
     embedded = drain(ctx.settings, embedder, "facts", ctx.user_id)
     with ctx.open() as con:
         changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
-        indexes = (persisted.write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id)
+        indexes = (write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id)
                    if ctx.settings.search_index else {})
     return StagePlan({"facts_embedded": embedded, "fact_changes": changes.height, "indexes": indexes},
                      changes=changes.to_dicts())

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
     "extract": ("new_episodes", "statements", "clusters", "extraction_queued", "facts_created"),

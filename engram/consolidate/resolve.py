@@ -30,7 +30,8 @@ from engram.consolidate.review_prompts import (
     check_decision,
     validate_reply,
 )
-from engram.consolidate.scoring import decayed, reinforced
+from engram.consolidate.scoring import reinforced
+from engram.decay import decayed
 from engram.errors import InvalidInput
 from engram.llm.base import LLM, LLMBadReply, LLMError, LLMReply, Usage
 from engram.llm.usage import record_run_usage, run_tokens_spent

@@ -34,7 +34,14 @@ from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
 from engram.store.crash import crash_point
-from engram.store.runs import LeaseHeld, error_text, record_failure, record_stage, recorded_stages, tenant_lease
+from engram.store.runs import (
+    LeaseHeld,
+    error_text,
+    record_failure,
+    record_stage,
+    recorded_stages,
+    tenant_lease,
+)
 
 log = logging.getLogger(__name__)
 

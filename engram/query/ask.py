@@ -13,18 +13,18 @@ from pydantic import BaseModel, Field
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.index.vector_index import CACHE
 from engram.llm.prompt_quote import DATA_RULE, data_block, memory_record
 from engram.query import candidates
 from engram.query.common import embed_query, require_int, require_text
-from engram.query.lexical import tokenize
 from engram.query.search import search_memory
-from engram.query.tokens import count_tokens
-from engram.query.vector_index import CACHE
+from engram.query.wordpiece import count_tokens
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import normalize
+from engram.text.tokens import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,8 @@ def gather_context(con, settings: Settings, embedder: Any, query: str, user_id: 
 def _entities(con, settings: Settings, embedder: Any, qvec, user_id: str) -> list[tuple[str, str, str, Any]]:
     index = CACHE.get(con, settings.db_path, "kg_entities", user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, MAX_ENTITIES)
-    f = candidates.Filters(user_id=user_id, now=clock.now(), min_confidence=settings.deprecate_below)
+    f = candidates.Filters(user_id=user_id, now=clock.now(), decay_rate=settings.decay_rate,
+                                 min_confidence=settings.deprecate_below)
     kept = candidates.fetch(con, index, rows[sims >= settings.min_floor], f)
     return [(i, "kg_entities", kept[i]["text"], kept[i]["created_at"]) for i in (index.ids[r] for r in rows) if i in kept]
 

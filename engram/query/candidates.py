@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engram.consolidate.scoring import decayed
+from engram.decay import decayed
 from engram.errors import StoreError
+from engram.index.vector_index import CACHE
 from engram.store import db
 
 # The column order of each candidate query (rows come back as tuples: cheaper than a DataFrame).
@@ -35,13 +36,13 @@ class Filters:
 
     user_id: str
     now: datetime
+    decay_rate: float  # the store's (settings.decay_rate): confidence is read decayed to the query's time
     as_of: datetime | None = None
     include_private: bool = False
     include_tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
     kinds: tuple[str, ...] | None = None
     min_confidence: float = 0.3
-    decay_rate: float = 0.01
 
     @property
     def at(self) -> datetime:
@@ -55,7 +56,7 @@ class StaleIndex(StoreError):
 
 def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, dict[str, Any]]:
     """The rows at index positions `rows` that pass the filters, keyed by id. An on-disk index that holds
-    its rows' columns (engram.query.persisted) answers without the store; otherwise a point fetch by rowid.
+    its rows' columns (engram.index.merged) answers without the store; otherwise a point fetch by rowid.
 
     Raises StaleIndex when a rowid no longer holds the id the index expects.
     """
@@ -126,9 +127,7 @@ def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call fn; on StaleIndex drop the stale in-memory index and call it once more (it rebuilds). An
-    on-disk index never raises it: it reads no rows by rowid (engram.query.persisted)."""
-    from engram.query.vector_index import CACHE
-
+    on-disk index never raises it: it reads no rows by rowid (engram.index.merged)."""
     try:
         return fn(*args, **kwargs)
     except StaleIndex as exc:

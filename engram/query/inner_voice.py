@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, LLMError
+from engram.index.vector_index import CACHE
 from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query import candidates
 from engram.query.common import (
@@ -20,7 +21,6 @@ from engram.query.common import (
     require_unit,
 )
 from engram.query.snippets import cut_at_sentence
-from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import EPISODE_SCHEMA, validate_record
@@ -110,7 +110,7 @@ def similar_thoughts(con, settings: Settings, embedder: Any, qvec, user_id: str,
     """The tenant's thoughts (episodes of kind thought) with cosine >= sim_thresh, best first."""
     index = CACHE.get(con, settings.db_path, "episodes", user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, min(max(4 * top_k, 20), max(index.n_vectors, 1)))
-    f = candidates.Filters(user_id=user_id, now=clock.now(), kinds=("thought",))
+    f = candidates.Filters(user_id=user_id, now=clock.now(), decay_rate=settings.decay_rate, kinds=("thought",))
     keep = sims >= sim_thresh
     rows, sims = rows[keep], sims[keep]
     kept = candidates.fetch(con, index, rows, f)

@@ -13,7 +13,7 @@ from engram.errors import InvalidInput
 from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query.common import require_int
 from engram.query.search import Hit, search_memory
-from engram.query.tokens import count_tokens, truncate_to_tokens
+from engram.query.wordpiece import count_tokens, truncate_to_tokens
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant

@@ -11,6 +11,7 @@ import numpy as np
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.index.vector_index import CACHE
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -20,7 +21,6 @@ from engram.query.common import (
     require_unit,
 )
 from engram.query.snippets import cut_at_sentence, trust_tier
-from engram.query.vector_index import CACHE
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant

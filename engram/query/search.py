@@ -17,6 +17,8 @@ from engram import clock
 from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
+from engram.index.cache import table_index
+from engram.index.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -25,8 +27,6 @@ from engram.query.common import (
     require_tags,
     require_text,
 )
-from engram.query.persisted import table_index
-from engram.query.vector_index import NO_CONTEXT, Context, TableIndex, unit_signatures
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant

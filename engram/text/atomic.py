@@ -24,11 +24,10 @@ from engram.text.dates import with_absolute_dates
 from engram.text.sentences import (
     FIRST_PERSON,
     PRONOUN_START,
-    STOPWORDS,
     self_containedness,
     split_sentences,
-    words,
 )
+from engram.text.tokens import FILLER_OPENER, STATEMENT_STOPWORDS, words
 
 # Roles that name no one: a statement of "user" is about the user; other generic roles stay first person.
 USER_ROLES = {"user", "human"}
@@ -81,10 +80,6 @@ _ANSWERED_QUESTION = re.compile(r"\?\s+\S")
 # Two clauses joined by a coordinating conjunction are two statements ("my father is in the army and
 # my mom passed away"); the split needs a subject and a finite verb on both sides.
 _COORDINATION = re.compile(r",?\s+(?:and|but|so)\s+(?=\S)", re.IGNORECASE)
-# "Yeah, I went hiking" states "I went hiking": an interjection set off by punctuation is cut
-_FILLER_OPENER = re.compile(
-    r"^\s*(?:hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yep|yes|no|sure|oh|ah|"
-    r"well|so|um|hmm|totally|definitely|absolutely)\s*[,!.:;\u2014-]+\s*(?=\w)", re.IGNORECASE)
 _SUBJECTLESS = re.compile(r"^\s*(?:(just|really|finally|also|still|recently|actually|totally)\s+)?([A-Za-z]+)\b", re.IGNORECASE)
 SUBJECT_PRONOUNS = {"i", "we", "he", "she", "they", "i'm", "i've", "i'll", "i'd", "we're", "we've", "he's",
                     "she's", "they're", "they've"}
@@ -295,7 +290,7 @@ def restore_subject(sentence: str) -> str:
 
 def _without_filler(sentence: str) -> str:
     """The sentence without the interjections it opens with ("Oh, wow, I love it" -> "I love it")."""
-    while (m := _FILLER_OPENER.match(sentence)) is not None:
+    while (m := FILLER_OPENER.match(sentence)) is not None:
         sentence = sentence[m.end():]
         sentence = sentence[:1].upper() + sentence[1:]
     return sentence
@@ -325,7 +320,7 @@ def _anchored(sentence: str) -> bool:
         if any(c.isdigit() for c in tok):
             return True
         head = tok.lower().replace("\u2019", "'").split("'")[0]  # "That's" is "that"
-        if tok[:1].isupper() and head not in STOPWORDS and not lemmas(head):
+        if tok[:1].isupper() and head not in STATEMENT_STOPWORDS and not lemmas(head):
             return True  # a capitalised word no dictionary knows: a name ("Barnaby", "USPS")
     return False
 
@@ -338,7 +333,7 @@ def worth_remembering(sentence: str) -> bool:
     """A statement on its own: self-contained (or a question with its answer), about someone or saying
     enough by itself, and not leaning on the previous turn for what it is about."""
     tokens = words(sentence)
-    content = [w for w in tokens if w not in STOPWORDS and not w.isdigit()]
+    content = [w for w in tokens if w not in STATEMENT_STOPWORDS and not w.isdigit()]
     if len(content) < MIN_CONTENT_WORDS:
         return False
     if all(_stance(w) for w in content):
@@ -368,7 +363,7 @@ def _short_claim(sentence: str) -> bool:
     rest = tokens[1:]
     if tokens[0] == "i'm" and rest and "VBG" in _verb_tags(rest[0]):
         rest = rest[1:]  # "I'm doing great": the progressive's verb, not a thing
-    return any(_names_a_thing(w) for w in rest if w not in STOPWORDS and not _stance(w))
+    return any(_names_a_thing(w) for w in rest if w not in STATEMENT_STOPWORDS and not _stance(w))
 
 
 def _names_a_thing(word: str) -> bool:
@@ -413,7 +408,7 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
         return None
     question = resolve_speaker(addressed_to(asked[-1], answerer), speaker_name(asker_role))
     answer = " ".join(said)
-    content = [w for w in words(f"{question} {answer}") if w not in STOPWORDS and not w.isdigit()]
+    content = [w for w in words(f"{question} {answer}") if w not in STATEMENT_STOPWORDS and not w.isdigit()]
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS:
         return None  # "Did Ann make it? Yes!" says nothing a memory can use
     dated, about = with_absolute_dates(answer, said_at)

@@ -6,7 +6,15 @@ import calendar
 import re
 from functools import lru_cache
 
-_WORD = re.compile(r"[a-z0-9']+")
+from engram.text.tokens import (
+    FILLER,
+    NOT_NAMES,
+    STATEMENT_STOPWORDS,
+    TEXT_CACHE_SIZE,
+    word_tuple,
+    words,
+)
+
 NEGATIONS = {
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without",
     "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't",
@@ -39,23 +47,6 @@ ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume
 QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
 PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
 FIRST_PERSON = {"i", "my", "me", "we", "our", "us"}  # also as the head of "i'm", "we've", ...
-FILLER = re.compile(r"^\s*(hey|hi|hello|thanks|thank you|wow|cool|great|awesome|lol|haha|ok|okay|yeah|yes|no|sure)\b[!,. ]*", re.I)
-
-
-def words(text: str) -> list[str]:
-    """Lowercased word tokens."""
-    return list(word_tuple(text))
-
-
-# The pair rules read the same statement once for every pair it is in (thousands of pairs per night):
-# the per-text reads are cached, immutable, bounded.
-TEXT_CACHE_SIZE = 1 << 16
-
-
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
-def word_tuple(text: str) -> tuple[str, ...]:
-    """Lowercased word tokens, as a tuple (cached)."""
-    return tuple(_WORD.findall(text.lower().replace("\u2019", "'")))
 
 
 def claim_type(text: str) -> str:
@@ -149,28 +140,13 @@ def _negations(text: str) -> int:
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_][\w'\u2019-]*")
 _NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
 _SPEAKER = re.compile(r"^\s*[^\W\d][\w .'-]{0,40}:\s+")
-_NOT_NAMES = {
-    "i", "i'm", "i've", "i'd", "i'll", "a", "an", "the", "he", "she", "we", "they", "it", "you", "my", "our",
-    "your", "his", "her", "their", "its", "this", "that", "these", "those", "there", "then", "what", "when",
-    "where", "who", "why", "how", "which", "and", "but", "or", "so", "yes", "no", "ok", "okay", "oh", "hey",
-    "hi", "hello", "thanks", "well", "also", "just", "if", "as", "in", "on", "at", "for", "to", "of", "with",
-    "after", "before", "today", "yesterday", "tomorrow", "wow", "sure", "yeah", "great", "cool", "not",
-}
 SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common to be about the same thing
 NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
-# Function words say nothing about what a statement is about: "The team standup happens at 9:30 each
-# weekday" and "Our standup is now at 10:30 every weekday" share most of their content words.
-STOPWORDS = _NOT_NAMES | {
-    "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "has", "have", "had", "will",
-    "would", "can", "could", "shall", "should", "may", "might", "must", "now", "each", "every", "very", "too",
-    "by", "from", "about", "into", "over", "than", "up", "out", "off", "me", "us", "him", "them", "own", "all",
-    "any", "some", "s", "t", "still", "again", "really", "yet",
-}
 
 
 def _content(tokens: set[str], values: set[str]) -> set[str]:
     """Words that carry what a statement is about: no function words, no numbers or names (the values)."""
-    return {t for t in tokens if t not in STOPWORDS and t not in values and not t[0].isdigit()}
+    return {t for t in tokens if t not in STATEMENT_STOPWORDS and t not in values and not t[0].isdigit()}
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
@@ -182,7 +158,7 @@ def names(text: str) -> frozenset[str]:
     out = set()
     for i, m in enumerate(_TOKEN.finditer(text)):
         tok = m.group()
-        if i > 0 and tok[0].isupper() and tok.lower() not in _NOT_NAMES:
+        if i > 0 and tok[0].isupper() and tok.lower() not in NOT_NAMES:
             out.add(tok.lower())
     return frozenset(out)
 
@@ -207,7 +183,7 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     if not tokens:
         return None, frozenset()
     subject = 0
-    while subject < len(tokens) and tokens[subject][0].isupper() and tokens[subject].lower() not in _NOT_NAMES:
+    while subject < len(tokens) and tokens[subject][0].isupper() and tokens[subject].lower() not in NOT_NAMES:
         subject += 1
     if 0 < subject < len(tokens) and tokens[subject].isdigit() and numbered_name(tokens[subject - 1], tokens[subject]):
         subject += 1
@@ -215,12 +191,12 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     values: list[str] = []
     for i, tok in enumerate(tokens):
         is_value = i >= max(subject, 1) and (
-            tok[0].isdigit() or (tok[0].isupper() and tok.lower() not in _NOT_NAMES))
+            tok[0].isdigit() or (tok[0].isupper() and tok.lower() not in NOT_NAMES))
         if is_value:
             values.append(tok.lower())
             if not frame or frame[-1] != "?":
                 frame.append("?")
-        elif tok.lower() not in STOPWORDS:  # "now", "in", "the" do not change what is stated
+        elif tok.lower() not in STATEMENT_STOPWORDS:  # "now", "in", "the" do not change what is stated
             frame.append(tok.lower())
     if not values:
         return None, frozenset()

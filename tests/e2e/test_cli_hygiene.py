@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engram.cli.app import app
-from engram.query.vector_index import CACHE
+from engram.index.vector_index import CACHE
 from engram.store import db
 from tests.thought_seed import claim, edge
 

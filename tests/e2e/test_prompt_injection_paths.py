@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engram.cli.app import app
+from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.llm.prompt_quote import (
     DATA_RULE,
@@ -17,7 +18,6 @@ from engram.llm.prompt_quote import (
 )
 from engram.query.ask import ask
 from engram.query.inner_voice import inner_voice
-from engram.query.vector_index import CACHE
 from engram.settings import load_settings
 from engram.store import db
 from tests.query_seed import seed_episodes, seed_facts

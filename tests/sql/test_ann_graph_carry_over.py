@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from engram.embed.models import HashEmbedder
-from engram.query import persisted
-from engram.query.ann_graph import vector_rows
-from engram.query.persisted import PERSISTED, Generation, index_dir
+from engram.index import writer
+from engram.index.ann_graph import vector_rows
+from engram.index.cache import PERSISTED
+from engram.index.disk import FORMAT, index_dir
+from engram.index.generation import Generation
 from tests.query_seed import seed_facts
 
 WORDS = "garden tea cat piano winter river museum sister Oslo train violin harbour".split()
@@ -18,7 +20,7 @@ WORDS = "garden tea cat piano winter river museum sister Oslo train violin harbo
 
 @pytest.fixture(autouse=True)
 def _graph_from_one_vector(monkeypatch):
-    monkeypatch.setattr(persisted, "ANN_MIN", 1)
+    monkeypatch.setattr(writer, "ANN_MIN", 1)
     PERSISTED.clear()
 
 
@@ -30,7 +32,7 @@ def _facts(n: int, start: int = 0) -> list[dict]:
 
 def _publish(settings, con) -> tuple[dict, Generation]:
     emb = HashEmbedder(settings.embed_dim)
-    out = persisted.write(con, settings, "facts", "u1", emb.model, emb.dim)
+    out = writer.write(con, settings, "facts", "u1", emb.model, emb.dim)
     target = index_dir(settings, "u1", "facts", emb.model, emb.dim)
     return out, Generation(target / (target / "CURRENT").read_text().strip(), "u1", "facts", emb.model, emb.dim)
 
@@ -71,7 +73,7 @@ def test_a_graph_with_too_many_removed_nodes_or_other_parameters_is_built_again(
     out, gen = _publish(settings, con)
     assert out["graph"] == "built" and gen.manifest["ann_removed"] == 0
     _graph_finds_every_vector(gen)
-    monkeypatch.setattr(persisted, "ANN_CONNECTIVITY", 8)
+    monkeypatch.setattr(writer, "ANN_CONNECTIVITY", 8)
     seed_facts(settings, con, _facts(2, start=200))
     out, gen = _publish(settings, con)
     assert out["graph"] == "built" and gen.manifest["ann_connectivity"] == 8
@@ -85,4 +87,16 @@ def test_an_unreadable_previous_graph_is_built_again_not_reused(settings, con):
     seed_facts(settings, con, _facts(3, start=300))
     out, gen = _publish(settings, con)
     assert out["graph"] == "built" and manifest["ann_graph"] == "built"
+    _graph_finds_every_vector(gen)
+
+
+def test_the_graph_of_a_generation_of_an_older_format_is_not_carried_over(settings, con):
+    seed_facts(settings, con, _facts(40))
+    _, gen = _publish(settings, con)
+    manifest = json.loads((gen.path / "manifest.json").read_text())
+    manifest["format"] = FORMAT - 1  # as an older engram wrote it
+    (gen.path / "manifest.json").write_text(json.dumps(manifest))
+    seed_facts(settings, con, _facts(2, start=300))
+    out, gen = _publish(settings, con)
+    assert out["graph"] == "built" and gen.manifest["format"] == FORMAT
     _graph_finds_every_vector(gen)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from engram.archive import ops as archive
-from engram.archive.restore import restore
 from engram.archive.files import MANIFEST_DIR, partition_dir
+from engram.archive.restore import restore
 from engram.store import db
 from engram.store.ingest import add_episodes
 from tests.archive_scenario import AS_OF, DUE, USER, archived_ids, seed, violations

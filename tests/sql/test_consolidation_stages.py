@@ -7,7 +7,12 @@ from datetime import timedelta
 import pytest
 
 from engram.consolidate.context import StageContext
-from engram.consolidate.runner import Tools, consolidate_tenants, run_stage, tenants_with_work
+from engram.consolidate.runner import (
+    Tools,
+    consolidate_tenants,
+    run_stage,
+    tenants_with_work,
+)
 from engram.embed.models import from_settings
 from engram.store import db
 from tests.consolidation_scenario import (

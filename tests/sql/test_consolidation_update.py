@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from datetime import datetime, timedelta
+
+import pytest
 
 from engram.consolidate.context import StageContext
 from engram.consolidate.runner import Tools, run_stage

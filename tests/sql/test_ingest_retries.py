@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 import random
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st

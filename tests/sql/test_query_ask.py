@@ -7,10 +7,10 @@ import json
 import pytest
 
 from engram.errors import FeatureDisabled
+from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.llm.prompt_quote import read_data_block, read_data_blocks
 from engram.query.ask import ask, grounding_coverage
-from engram.query.vector_index import CACHE
 from tests.query_seed import seed_episodes, seed_facts
 
 FACTS = [

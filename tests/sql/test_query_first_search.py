@@ -9,8 +9,9 @@ import pytest
 
 from engram.embed import models as embed
 from engram.errors import EmbedderUnavailable
-from engram.query import persisted, search, search_memory
-from engram.query.vector_index import CACHE
+from engram.index import cache, writer
+from engram.index.vector_index import CACHE
+from engram.query import search, search_memory
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import add_episodes
@@ -29,7 +30,7 @@ def minilm_store(settings: Settings) -> Settings:
     with db.open_store(s) as con:
         add_episodes(records, s, embeddings=model.embed(EPISODES), embedding_model=model.model, con=con)
         seed_facts(s, con, [{"id": "f1", "text": "The user drinks green tea in the morning"}], embedder=model)
-        persisted.write_tenant(s, con, "u1", model.model, model.dim, run_id="r1")
+        writer.write_tenant(s, con, "u1", model.model, model.dim, run_id="r1")
     return s
 
 
@@ -37,10 +38,10 @@ def minilm_store(settings: Settings) -> Settings:
 def model_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """As in a new process: no MiniLM model loaded yet (the loaded ones come back afterwards)."""
     monkeypatch.setattr(embed, "_MINILM_LOADED", {})
-    persisted.PERSISTED.clear()
+    cache.PERSISTED.clear()
     CACHE.clear()
     yield
-    persisted.PERSISTED.clear()
+    cache.PERSISTED.clear()
     CACHE.clear()
 
 
@@ -64,13 +65,13 @@ def test_a_first_search_opens_the_indexes_while_it_embeds_and_answers_as_a_later
         original(con, settings, tables, *args)
 
     monkeypatch.setattr(search, "_map_indexes", spy)
-    before = persisted.PERSISTED.loads
+    before = cache.PERSISTED.loads
     first = search_memory("what does the user drink in the morning", "both", 3, "u1", settings=minilm_store)
-    loads = persisted.PERSISTED.loads
+    loads = cache.PERSISTED.loads
     later = search_memory("what does the user drink in the morning", "both", 3, "u1", settings=minilm_store)
     assert opened == [("facts", "episodes")]  # only the first search had a model to load
     assert loads == before + 2  # the episodes' and the facts' published index, mapped by the first search
-    assert persisted.PERSISTED.loads == before + 2  # and by no later one
+    assert cache.PERSISTED.loads == before + 2  # and by no later one
     assert [(h.id, h.score) for h in first] == [(h.id, h.score) for h in later]
     assert first[0].id == "f1"
 

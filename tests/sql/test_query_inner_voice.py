@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import FeatureDisabled, InvalidInput
+from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.query.inner_voice import inner_voice
-from engram.query.vector_index import CACHE
 from engram.settings import load_settings
 from tests.query_seed import seed_episodes
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import InvalidInput
+from engram.index.vector_index import CACHE
 from engram.query.passive import prefetch_context, prefetched
-from engram.query.vector_index import CACHE
 from tests.query_seed import seed_episodes, seed_facts
 
 

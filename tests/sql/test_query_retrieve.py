@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput
+from engram.index.vector_index import CACHE
 from engram.query.retrieve import retrieve
-from engram.query.vector_index import CACHE
 from engram.settings import load_settings
 from tests.query_seed import seed_episodes, seed_facts
 

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from engram.errors import InvalidInput
+from engram.index.vector_index import CACHE
 from engram.query import search_memory
-from engram.query.vector_index import CACHE
 from tests.query_seed import T0, seed_episodes, seed_facts
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from engram.index.vector_index import CACHE
 from engram.mcp.server import EngramMCP
 from engram.query import search_memory
-from engram.query.vector_index import CACHE
 from engram.query.warm import warm_up, warm_up_in_background
 from engram.store import db
 from engram.text import dates

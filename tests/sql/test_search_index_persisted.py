@@ -1,4 +1,4 @@
-"""On-disk search indexes (engram.query.persisted) against a temp store: same answers as the exact
+"""On-disk search indexes (engram.index) against a temp store: same answers as the exact
 path, the delta, rows that must never come back, and fallback on a missing, stale or torn index."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from engram.embed.models import HashEmbedder
-from engram.query import persisted, search_memory
-from engram.query.lexical import BM25, tokenize
-from engram.query.persisted import (
-    PERSISTED,
-    IndexUnusable,
-    PersistedTableIndex,
-    table_index,
-)
-from engram.query.vector_index import CACHE, TableIndex
+from engram.index import bm25, disk, merged, writer
+from engram.index import windows as index_windows
+from engram.index.bm25 import BM25
+from engram.index.cache import PERSISTED, table_index
+from engram.index.disk import IndexUnusable
+from engram.index.merged import PersistedTableIndex
+from engram.index.vector_index import CACHE, TableIndex
+from engram.query import search_memory
 from engram.store import db, fact_ops
+from engram.text.tokens import tokenize
 from tests.query_seed import seed_episodes, seed_facts
 
 WORDS = ("garden tea cat Oslo sister report budget river piano winter coffee train mountain novel "
@@ -49,10 +49,10 @@ def _fresh_caches():
 @pytest.fixture(params=[False, True], ids=["exact-base", "ann-base"])
 def ann(request, monkeypatch):
     """Run a test with the generation searched exactly and through the usearch graph."""
-    monkeypatch.setattr(persisted, "ANN_MIN", 1 if request.param else 10**9)
+    monkeypatch.setattr(writer, "ANN_MIN", 1 if request.param else 10**9)
     # every graph candidate rescored: on a hundred random hash vectors the graph alone misses a neighbour
     # now and then (it is approximate), and these tests check the plumbing, not the graph's recall
-    monkeypatch.setattr(persisted, "ANN_RESCORE", 10**6)
+    monkeypatch.setattr(merged, "ANN_RESCORE", 10**6)
     return request.param
 
 
@@ -64,7 +64,7 @@ def _facts(n: int, user: str = "u1", start: int = 0, **extra) -> list[dict]:
 
 def _publish(settings, con, user="u1"):
     emb = HashEmbedder(settings.embed_dim)
-    return persisted.write_tenant(settings, con, user, emb.model, emb.dim, run_id="r1")
+    return writer.write_tenant(settings, con, user, emb.model, emb.dim, run_id="r1")
 
 
 def _ids(hits):
@@ -81,16 +81,10 @@ def _both_paths(settings, con, query, **kw):
 
 def test_bm25_over_postings_equals_the_in_memory_bm25():
     docs = [tokenize(t) for t in ("the cat sat on the mat", "a cat and a dog", "dogs chase cats", "", "mat mat mat")]
-    parts = [persisted.Postings(persisted.postings(docs[:3])), persisted.Postings(persisted.postings(docs[3:]))]
+    parts = [bm25.Postings(bm25.postings(docs[:3])), bm25.Postings(bm25.postings(docs[3:]))]
     for query in ("cat mat", "dog", "nothing here"):
-        joined = np.concatenate(persisted.bm25_scores(parts, tokenize(query), [None, None]))
+        joined = np.concatenate(bm25.bm25_scores(parts, tokenize(query), [None, None]))
         np.testing.assert_allclose(joined, BM25(docs).score(tokenize(query)), rtol=1e-5, atol=1e-6)
-        # a generation written before the postings carried their documents' lengths: the same scores, to the bit
-        older = [persisted.Postings({k: v for k, v in persisted.postings(d).items() if k != persisted.POSTING_LENGTHS})
-                 for d in (docs[:3], docs[3:])]
-        assert all(p.doc_lengths is None for p in older)
-        gathered = np.concatenate(persisted.bm25_scores(older, tokenize(query), [None, None]))
-        assert gathered.tobytes() == joined.tobytes()
 
 
 def test_published_index_answers_like_the_exact_path(settings, con, ann):
@@ -178,7 +172,7 @@ def test_missing_stale_and_torn_indexes_fall_back_to_exact_search(settings, con,
     assert type(table_index(con, settings, "facts", "u1", emb.model, emb.dim)) is TableIndex  # never published
     assert "never published" in caplog.text
     _publish(settings, con)
-    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    path = disk.index_dir(settings, "u1", "facts", emb.model, emb.dim)
     gen = path / (path / "CURRENT").read_text()
     with open(gen / "bm25_docs.npy", "r+b") as fh:  # torn: a file shorter than the manifest says
         fh.truncate(fh.seek(0, 2) - 4)
@@ -201,7 +195,7 @@ def test_a_small_table_gets_no_index_until_it_reaches_the_minimum_then_keeps_it(
     caplog.set_level(logging.WARNING)
     out = _publish(small, con)
     assert out["facts"] == {"rows": 30, "written": False}
-    assert not persisted.index_dir(small, "u1", "facts", emb.model, emb.dim).exists()
+    assert not disk.index_dir(small, "u1", "facts", emb.model, emb.dim).exists()
     hits = search_memory("garden tea", "facts", 5, "u1", settings=small, con=con)
     assert hits and "never published" not in caplog.text  # in memory, as designed: no warning
     seed_facts(settings, con, _facts(15, start=30))
@@ -221,7 +215,7 @@ def test_an_index_whose_rowids_moved_is_detected_and_search_stays_exact(settings
     seed_facts(settings, con, _facts(30))
     _publish(settings, con)
     emb = HashEmbedder(settings.embed_dim)
-    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    path = disk.index_dir(settings, "u1", "facts", emb.model, emb.dim)
     gen = path / (path / "CURRENT").read_text()
     rowids = np.load(gen / "rowids.npy")
     np.save(gen / "rowids.npy", rowids[::-1].copy())  # same size: only the store check can tell
@@ -237,7 +231,7 @@ def test_an_index_left_beside_a_recreated_store_is_not_searched(settings, con, c
     # a new store at another path reads the old store's index root: as if the file had been deleted and
     # created again, its rowids restart at 0, under the old generation's watermark
     recreated = settings.model_copy(update={"db_path": settings.db_path.with_name("new.duckdb"),
-                                            "index_dir": persisted.root(settings)})
+                                            "index_dir": disk.root(settings)})
     caplog.set_level(logging.WARNING)
     with db.open_store(recreated) as new:
         seed_facts(recreated, new, _facts(290, user="u2"))  # another tenant's rows take the low rowids
@@ -304,7 +298,7 @@ def test_nightly_pair_search_through_the_index_finds_the_exact_pairs(settings, c
 def test_the_nightly_graph_search_runs_once_per_distinct_query_vector(settings, con, monkeypatch):
     from engram.consolidate import neighbours
 
-    monkeypatch.setattr(persisted, "ANN_MIN", 1)
+    monkeypatch.setattr(writer, "ANN_MIN", 1)
     seed_facts(settings, con, _facts(60))
     _publish(settings, con)
     emb = HashEmbedder(settings.embed_dim)
@@ -328,7 +322,7 @@ def test_the_nightly_graph_search_runs_once_per_distinct_query_vector(settings, 
 
 def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on():
     # an on-disk index learns which rows changed since it was written from changed_at alone
-    # (persisted._delta): a statement that updates either table without setting it would let a
+    # (engram.index.delta.read_delta): a statement that updates either table without setting it would let a
     # reader serve the row as it was at the publish
     from engram.store.db import SQL_DIR
 
@@ -347,8 +341,8 @@ def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on(
 def test_a_generation_filters_candidates_from_its_own_columns_exactly_as_the_store_would(settings, con):
     # the same rows, with every filter the candidates pass through, read from the generation's
     # columns and from the store: the same rows come back, with the same values
+    from engram.index.vector_index import CACHE as EXACT
     from engram.query import candidates
-    from engram.query.vector_index import CACHE as EXACT
 
     rows = _facts(30)
     for i, row in enumerate(rows):
@@ -366,7 +360,8 @@ def test_a_generation_filters_candidates_from_its_own_columns_exactly_as_the_sto
     assert on_disk.candidate_rows([0]) and store.candidate_rows([0]) is None
     filters = [
         candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), decay_rate=0.001),
-        candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), as_of=datetime(2024, 8, 1), min_confidence=0.1),
+        candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), as_of=datetime(2024, 8, 1), min_confidence=0.1,
+                           decay_rate=0.002),
         candidates.Filters(user_id="u1", now=datetime(2025, 1, 1), include_private=True, include_tags=("work",),
                            decay_rate=0.0),
         candidates.Filters(user_id="u1", now=datetime(2026, 1, 1), exclude_tags=("home",), decay_rate=0.0005),
@@ -419,7 +414,7 @@ def test_a_row_stored_after_the_publish_is_found_by_time_when_its_rowid_is_below
     seed_facts(settings, con, _facts(30))
     _publish(settings, con)
     emb = HashEmbedder(settings.embed_dim)
-    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    path = disk.index_dir(settings, "u1", "facts", emb.model, emb.dim)
     manifest_path = path / (path / "CURRENT").read_text() / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest_path.write_text(json.dumps(manifest | {"max_rowid": 10**9}))  # every rowid looks covered
@@ -448,22 +443,22 @@ def test_nightly_pair_search_warns_of_a_missing_index_only_where_publish_would_w
 
 
 def test_a_generation_with_a_graph_keeps_half_precision_vectors_checked_like_the_rest(settings, con, monkeypatch):
-    monkeypatch.setattr(persisted, "ANN_MIN", 1)
+    monkeypatch.setattr(writer, "ANN_MIN", 1)
     seed_facts(settings, con, _facts(30))
     _publish(settings, con)
     emb = HashEmbedder(settings.embed_dim)
     gen = PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen
-    half, full = gen.arrays[persisted.HALF_VECTORS], gen.arrays["vectors"]
+    half, full = gen.arrays[disk.HALF_VECTORS], gen.arrays["vectors"]
     assert half.dtype == np.float16 and half.shape == full.shape == (30, emb.dim)
     np.testing.assert_allclose(half.astype(np.float32), full, atol=1e-3)
-    with open(gen.path / f"{persisted.HALF_VECTORS}.npy", "r+b") as fh:  # torn like any other file
+    with open(gen.path / f"{disk.HALF_VECTORS}.npy", "r+b") as fh:  # torn like any other file
         fh.truncate(fh.seek(0, 2) - 2)
     PERSISTED.clear()
     with pytest.raises(IndexUnusable, match="torn"):
         PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
-    monkeypatch.setattr(persisted, "ANN_MIN", 10**9)
+    monkeypatch.setattr(writer, "ANN_MIN", 10**9)
     _publish(settings, con)  # without a graph no copy is written: queries and pairs read float32
-    assert persisted.HALF_VECTORS not in PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen.arrays
+    assert disk.HALF_VECTORS not in PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim).gen.arrays
 
 
 def _dated_facts(n: int, start: int = 0) -> list[dict]:
@@ -523,31 +518,39 @@ def test_a_window_found_by_binary_search_in_the_sorted_moments_holds_the_rows_a_
 
     for windows in ([window(3, 4)], [window(3, 9), window(5, 12)], [window(1, 31)], [window(2, 2)],
                     [window(10, 11), window(20, 21)], []):
-        scan = np.flatnonzero(persisted.in_windows(moments, windows))
-        found = persisted.sorted_in_windows(moments[order], order, windows)
+        scan = np.flatnonzero(index_windows.in_windows(moments, windows))
+        found = index_windows.sorted_in_windows(moments[order], order, windows)
         assert found.tolist() == scan.tolist(), windows
 
 
-def test_a_generation_written_without_sorted_moments_lists_a_window_by_scanning(settings, con):
-    from engram.text.time_window import TimeWindow
-
-    seed_facts(settings, con, _dated_facts(40))
+def test_a_generation_of_an_older_format_is_searched_exactly_and_rewritten_by_the_next_publish(
+        settings, con, caplog):
+    seed_facts(settings, con, _facts(40))
     _publish(settings, con)
     emb = HashEmbedder(settings.embed_dim)
-    windows = [TimeWindow(datetime(2026, 1, 3), datetime(2026, 1, 8), "x")]
-    PERSISTED.clear()
-    before = table_index(con, settings, "facts", "u1", emb.model, emb.dim).dated_positions(windows)
-    path = persisted.index_dir(settings, "u1", "facts", emb.model, emb.dim)
+    path = disk.index_dir(settings, "u1", "facts", emb.model, emb.dim)
     generation = path / (path / "CURRENT").read_text()
     manifest = json.loads((generation / "manifest.json").read_text())
-    for name in (persisted.SORTED_MOMENTS, persisted.MOMENT_ORDER):  # as a generation of an older version
+    # as an older engram wrote it: another format number, and files this one would want missing
+    manifest["format"] = disk.FORMAT - 1
+    for name in (disk.SORTED_MOMENTS, disk.MOMENT_ORDER, bm25.POSTING_LENGTHS):
         (generation / f"{name}.npy").unlink()
         del manifest["files"][f"{name}.npy"]
     (generation / "manifest.json").write_text(json.dumps(manifest))
     PERSISTED.clear()
+    with pytest.raises(IndexUnusable, match="format"):
+        PERSISTED.get(con, settings, "facts", "u1", emb.model, emb.dim)
+    PERSISTED.clear()
+    caplog.set_level(logging.WARNING)
     index = table_index(con, settings, "facts", "u1", emb.model, emb.dim)
-    assert isinstance(index, PersistedTableIndex) and persisted.MOMENT_ORDER not in index.gen.arrays
-    assert len(before) > 0 and index.dated_positions(windows).tolist() == before.tolist()
+    assert not isinstance(index, PersistedTableIndex)  # the exact in-memory index, not a crash
+    assert f"format {disk.FORMAT - 1}" in caplog.text
+    indexed, exact = _both_paths(settings, con, "garden tea", search_type="facts", limit=5, user_id="u1")
+    assert _ids(indexed) == _ids(exact)
+    _publish(settings, con)  # publish rewrites a published table whatever its size
+    PERSISTED.clear()
+    index = table_index(con, settings, "facts", "u1", emb.model, emb.dim)
+    assert isinstance(index, PersistedTableIndex) and index.gen.manifest["format"] == disk.FORMAT
 
 
 def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest_rows(settings, con, monkeypatch):

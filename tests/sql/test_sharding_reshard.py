@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engram.consolidate.shards import consolidate_shard
 from engram.consolidate.runner import STAGES
+from engram.consolidate.shards import consolidate_shard
 from engram.errors import InvalidInput, StoreError
 from engram.settings import Settings
 from engram.store import db

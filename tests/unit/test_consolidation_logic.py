@@ -16,11 +16,11 @@ from engram.consolidate.merge_plan import (
     similar_pairs,
 )
 from engram.consolidate.scoring import (
-    decayed,
     initial_confidence,
     reinforced,
     reinforced_array,
 )
+from engram.decay import decayed
 from engram.text.sentences import (
     best_sentence,
     claim_type,

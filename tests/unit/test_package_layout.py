@@ -117,8 +117,8 @@ def test_shipped_code_never_imports_bench_or_top_level_flows() -> None:
 
 # The parts of engram stack one way (README, Layout): a part imports only parts at its level or below.
 LEVEL = {
-    "errors": 0, "settings": 0, "arrays": 0, "config_table": 1, "text": 1, "clock": 1, "store": 2, "embed": 3, "llm": 3, "archive": 3,
-    "consolidate": 4, "query": 4, "thoughtdb": 4, "tasks": 5, "flows": 6, "cli": 6, "mcp": 6, "demo": 6,
+    "errors": 0, "settings": 0, "arrays": 0, "decay": 0, "clock": 1, "config_table": 1, "text": 1, "store": 2, "embed": 3, "llm": 3,
+    "archive": 3, "index": 3, "consolidate": 4, "query": 4, "thoughtdb": 4, "tasks": 5, "flows": 6, "cli": 6, "mcp": 6, "demo": 6,
     "deployments": 7,
 }
 
@@ -133,3 +133,16 @@ def test_parts_import_only_their_level_or_below() -> None:
         if part(m) and part(d) and LEVEL[part(d)] > LEVEL[part(m)]
     ]
     assert upward == []
+
+
+def test_query_and_consolidate_do_not_import_each_other() -> None:
+    """Both stand on engram.index (the search index) and engram.decay; neither reaches into the other."""
+    def part(module: str) -> str | None:
+        pieces = module.split(".")
+        return pieces[1] if len(pieces) > 1 else None
+
+    across = [
+        (m, d) for m, deps in _graph().items() for d in deps
+        if {part(m), part(d)} == {"query", "consolidate"}
+    ]
+    assert across == []

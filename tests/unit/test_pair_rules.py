@@ -9,9 +9,9 @@ from engram.consolidate.pair_rules import (
     changed_detail,
     contradiction,
     same_statement,
-    stem,
     subject,
 )
+from engram.text.tokens import suffix_stem
 
 
 @pytest.mark.parametrize(("a", "b", "cos", "expected"), [
@@ -107,8 +107,8 @@ def test_statements_of_numbered_speakers_do_not_contradict_each_other() -> None:
     ("running", "run"), ("runs", "run"), ("stopped", "stop"), ("cities", "city"), ("glasses", "glass"),
     ("dogs", "dog"), ("Caroline's", "caroline"),
 ])
-def test_stem(word: str, expected: str) -> None:
-    assert stem(word.lower()) == expected
+def test_suffix_stem(word: str, expected: str) -> None:
+    assert suffix_stem(word.lower()) == expected
 
 
 def test_merge_probability_is_monotone_in_cosine_and_overlap() -> None:
@@ -170,10 +170,11 @@ def test_the_model_shortcut_decides_as_the_full_model() -> None:
 
 
 def _names_by_every_token(text: str) -> frozenset[str]:
-    from engram.text.sentences import _NOT_NAMES, _TOKEN
+    from engram.text.sentences import _TOKEN
+    from engram.text.tokens import NOT_NAMES
 
     return frozenset(m.group().lower() for i, m in enumerate(_TOKEN.finditer(text))
-                     if i > 0 and m.group()[0].isupper() and m.group().lower() not in _NOT_NAMES)
+                     if i > 0 and m.group()[0].isupper() and m.group().lower() not in NOT_NAMES)
 
 
 @pytest.mark.parametrize("text", [

@@ -6,7 +6,7 @@ import pytest
 
 from engram.errors import InvalidInput
 from engram.query.passive import build_context
-from engram.query.tokens import count_tokens, truncate_to_tokens
+from engram.query.wordpiece import count_tokens, truncate_to_tokens
 
 
 def words(n: int, word: str = "memory") -> str:

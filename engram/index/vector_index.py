@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from engram.arrays import unique_sorted
-from engram.query.lexical import BM25, tokenize
+from engram.index.bm25 import BM25
 from engram.store import db
+from engram.text.tokens import tokenize
 
 log = logging.getLogger(__name__)
 

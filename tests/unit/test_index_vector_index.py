@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engram.query import vector_index
-from engram.query.vector_index import TableIndex, _neighbours
+from engram.index import vector_index
+from engram.index.vector_index import TableIndex, _neighbours
 
 
 def make_index(matrix: np.ndarray, sessions: list[str | None] | None = None, has=None,

@@ -1,11 +1,12 @@
-"""BM25 and tokenisation of the query module."""
+"""BM25 (engram.index.bm25) and the search tokenizer (engram.text.tokens)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engram.query.lexical import BM25, tokenize
+from engram.index.bm25 import BM25
+from engram.text.tokens import tokenize
 
 
 @pytest.mark.parametrize(

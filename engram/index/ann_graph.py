@@ -5,13 +5,12 @@ vector row (-1: removed). Publish reuses the previous generation's graph when it
 (same rowid and id) still holds the same vector keeps its key, nodes of rows deleted or re-embedded are
 removed, and only the new vectors are inserted. A night that adds 10k rows to a 1M-row table then
 inserts 10k nodes instead of building 1M (bench/CONSOLIDATE.md). The graph is built afresh when there
-is no previous one, its parameters differ, or removed nodes pass REBUILD_REMOVED of the live ones
+is no previous one (or it is of another format), its parameters differ, or removed nodes pass REBUILD_REMOVED of the live ones
 (searches walk over removed nodes, and too many of them cost recall).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from engram.index.disk import FORMAT, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,8 @@ def _carry_over(previous: Path | None, params: GraphParams, matrix: np.ndarray, 
     if previous is None:
         return None
     try:
-        manifest = json.loads((previous / "manifest.json").read_text())
-        if not manifest.get("ann") or any(manifest.get(k) != v for k, v in params.as_manifest().items()):
+        manifest = read_manifest(previous)
+        if manifest.get("format") != FORMAT or not manifest.get("ann") or any(manifest.get(k) != v for k, v in params.as_manifest().items()):
             return None
         old_rows = np.load(previous / ROWS_FILE, allow_pickle=False)
         arrays = {k: np.load(previous / f"{k}.npy", mmap_mode="r", allow_pickle=False)

@@ -1,0 +1,112 @@
+"""Okapi BM25 over CSR postings, pure numpy: the lexical half of hybrid search, in memory and on disk."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+K1, B = 1.2, 0.75
+# Each posting's document length, beside bm25_docs: BM25 reads it in order instead of gathering each
+# document's norm.
+POSTING_LENGTHS = "bm25_doc_lengths"
+POSTING_ARRAYS = ("bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", POSTING_LENGTHS)
+
+
+def postings(docs: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
+    """CSR postings of token lists: sorted terms, offsets into (docs, tfs, the docs' lengths), and each
+    doc's length."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
+    flat = [t for d in docs for t in d]
+    if not flat:
+        return {"bm25_terms": np.zeros(0, dtype="U1"), "bm25_offsets": np.zeros(1, np.int64),
+                "bm25_docs": np.zeros(0, np.int32), "bm25_tfs": np.zeros(0, np.float32), "bm25_lengths": lengths,
+                POSTING_LENGTHS: np.zeros(0, np.float32)}
+    doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths.astype(np.int64))
+    terms, term_id = np.unique(np.array(flat), return_inverse=True)
+    pair, tf = np.unique(term_id.astype(np.int64) * len(docs) + doc_of, return_counts=True)
+    tid, doc = pair // len(docs), pair % len(docs)
+    offsets = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum(np.bincount(tid, minlength=len(terms)), out=offsets[1:])
+    return {"bm25_terms": terms, "bm25_offsets": offsets, "bm25_docs": doc.astype(np.int32),
+            "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths, POSTING_LENGTHS: lengths[doc]}
+
+
+class Postings:
+    """Lookup side of `postings` (arrays in memory or memory-mapped)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.terms = arrays["bm25_terms"]
+        self.offsets = arrays["bm25_offsets"]
+        self.docs = arrays["bm25_docs"]
+        self.tfs = arrays["bm25_tfs"]
+        self.lengths = arrays["bm25_lengths"]
+        self.doc_lengths = arrays[POSTING_LENGTHS]
+        self.n = len(self.lengths)
+        self.total_length = float(np.sum(self.lengths, dtype=np.float64))
+
+    def hit(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(doc ids, term frequencies, the docs' lengths) of one term."""
+        i = int(np.searchsorted(self.terms, term))
+        if i >= len(self.terms) or self.terms[i] != term:
+            return np.zeros(0, np.intp), np.zeros(0, np.float32), np.zeros(0, np.float32)
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return np.asarray(self.docs[lo:hi]), np.asarray(self.tfs[lo:hi]), np.asarray(self.doc_lengths[lo:hi])
+
+
+def _average_length(parts: list[Postings]) -> float:
+    total = sum(p.total_length for p in parts)
+    return total / max(sum(p.n for p in parts), 1) if total else 1.0
+
+
+def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None]) -> list[np.ndarray]:
+    """Okapi BM25 over several postings read as one corpus, one array per part; dead docs score 0 and are
+    left out of the document count (their term counts stay: a small, temporary idf drift until the next
+    publish)."""
+    flat = bm25_corpus_scores(parts, query_tokens, dead)
+    return np.split(flat, np.cumsum([p.n for p in parts])[:-1])
+
+
+def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
+                       n_live: int | None = None) -> np.ndarray:
+    """bm25_scores in one array, the parts' documents one after another (`n_live`: the live document
+    count when the caller keeps it)."""
+    n = sum(p.n for p in parts) - sum(int(d.sum()) for d in dead if d is not None) if n_live is None else n_live
+    flat = np.zeros(sum(p.n for p in parts), dtype=np.float32)
+    ends = np.cumsum([p.n for p in parts])
+    out = [flat[end - p.n:end] for p, end in zip(parts, ends, strict=True)]  # views of flat
+    avg = _average_length(parts)
+    for term in set(query_tokens):
+        hits = [p.hit(term) for p in parts]
+        df = sum(len(ids) for ids, _, _ in hits)
+        if df == 0:
+            continue
+        idf = math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5))
+        for scores, (ids, tfs, lengths) in zip(out, hits, strict=True):
+            if len(ids):
+                # the postings' own lengths, read in order: no gather of a per-document norm
+                norm = (K1 * (1 - B + B * lengths / avg)).astype(np.float32)
+                # add.at, not scores[ids] += ...: the same sums without gathering the scores first
+                np.add.at(scores, ids, idf * tfs * (K1 + 1) / (tfs + norm))
+    for scores, d in zip(out, dead, strict=True):
+        if d is not None:
+            scores[d] = 0.0
+    return flat
+
+
+class BM25:
+    """BM25 over a fixed list of token lists in memory (the exact index); score(query) rates every document."""
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        self.postings = Postings(postings(docs))
+        self.n = self.postings.n
+
+    def idf(self, term: str) -> float:
+        """Okapi idf (the +1 variant, never negative)."""
+        df = len(self.postings.hit(term)[0])
+        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+
+    def score(self, query_tokens: Sequence[str]) -> np.ndarray:
+        """BM25 score of every document for the query (0 where no term matches)."""
+        return bm25_corpus_scores([self.postings], query_tokens, [None])
