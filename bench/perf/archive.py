@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.sql import named
 from engram.archive import ops as archive
 from engram.archive.files import BATCH_ROWS, verify
 from engram.settings import load_settings
@@ -94,8 +95,8 @@ def unsafe_purge(settings, cutoff: datetime) -> float:
     """Baseline: plain deletes of the retired facts and their sources, nothing exported."""
     start = time.perf_counter()
     with db.open_store(settings) as con, db.transaction(con):
-        db.execute(con, "queries/archive_bench_delete_retired", user_id=USER, cutoff=cutoff)
-        db.execute(con, "queries/archive_bench_delete_retired_facts", user_id=USER, cutoff=cutoff)
+        db.execute(con, named("archive_bench_delete_retired"), user_id=USER, cutoff=cutoff)
+        db.execute(con, named("archive_bench_delete_retired_facts"), user_id=USER, cutoff=cutoff)
     return time.perf_counter() - start
 
 

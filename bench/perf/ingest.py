@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from bench.sql import named
 from engram.embed.models import HashEmbedder, MiniLMEmbedder
 from engram.embed.queue import drain
 from engram.settings import load_settings
@@ -110,7 +111,7 @@ def bench_ingest(texts: list[str], n: int, batches: int, workdir: Path) -> dict[
     with db.open_store(raw_settings) as con:
         def raw_insert() -> None:
             with db.transaction(con), db.registered(con, "incoming_episodes", table):
-                db.execute(con, "queries/insert_episodes_raw")
+                db.execute(con, named("insert_episodes_raw"))
         raw_secs, _ = timed(raw_insert)
     with db.open_store(settings) as con:  # the same table through add_episodes' SQL, into the full store
         def dedupe_insert() -> None:

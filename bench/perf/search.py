@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench.perf import real_vectors
+from bench.sql import named
 from engram.index import writer
 from engram.index.cache import PERSISTED
 from engram.index.vector_index import CACHE
@@ -174,7 +175,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, 
         timed("exact search hybrid (baseline)", lambda qtext, q: search_memory(
             qtext, "facts", 10, USER, settings=exact_settings, con=con, method="hybrid", embedder=embedder))
         timed("duckdb cosine (baseline)", lambda qtext, q: db.rows(
-            con, "queries/query_facts_cosine_top", user_id=USER, q=q.tolist(), model=MODEL, dim=DIM, k=10))
+            con, named("query_facts_cosine_top"), user_id=USER, q=q.tolist(), model=MODEL, dim=DIM, k=10))
         # as this bench measured before 2026-11-26: each hybrid search between the other paths' work
         for qtext, q in interleaved:
             index.vector_top(q, 10)
@@ -185,7 +186,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, 
             timings["hybrid interleaved"].append((time.perf_counter() - t) * 1000)
             search_memory(qtext, "facts", 10, USER, settings=exact_settings, con=con, method="hybrid",
                           embedder=embedder)
-            db.rows(con, "queries/query_facts_cosine_top", user_id=USER, q=q.tolist(), model=MODEL, dim=DIM, k=10)
+            db.rows(con, named("query_facts_cosine_top"), user_id=USER, q=q.tolist(), model=MODEL, dim=DIM, k=10)
         if steady:
             for qtext, _ in later[:steady]:
                 search_memory(qtext, "facts", 10, USER, settings=settings, con=con, method="hybrid", embedder=embedder)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.sql import named
 from engram import embed as embedders
 from engram.index.bm25 import BM25
 from engram.index.vector_index import CACHE
@@ -147,7 +148,7 @@ def consolidate(settings, users: list[str], embedder) -> dict[str, dict[str, set
     for user in users:
         run_tenant(settings, user, f"locomo-{user}", as_of, stages, Tools(embedder))
         with db.open_reader(settings) as con:
-            links = db.rows(con, "queries/quality_fact_sources", user_id=user)
+            links = db.rows(con, named("quality_fact_sources"), user_id=user)
         out[user] = defaultdict(set)
         for fid, eid, rel in links:
             if rel in ("extracted_from", "supports"):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from bench.quality.quality_embed import CachedEmbedder
+from bench.sql import named
 from engram.consolidate.context import StageContext
 from engram.consolidate.runner import Tools, run_stage
 from engram.index.vector_index import CACHE
@@ -71,7 +72,7 @@ def consolidate_tenant(store: Store, user_id: str, embedder: CachedEmbedder, as_
 def fact_table(store: Store, user_id: str) -> list[dict[str, Any]]:
     """Every fact of the tenant as dicts (id, text, status, confidence, evidence_count, merged_into_id)."""
     with db.open_reader(store.settings) as con:
-        return db.query(con, "queries/quality_tenant_facts", user_id=user_id).to_dicts()
+        return db.query(con, named("quality_tenant_facts"), user_id=user_id).to_dicts()
 
 
 def fact_sources(store: Store, user_id: str, relations: tuple[str, ...] = ("extracted_from", "supports")
@@ -79,7 +80,7 @@ def fact_sources(store: Store, user_id: str, relations: tuple[str, ...] = ("extr
     """fact id -> episode ids it rests on (the given relations)."""
     out: dict[str, set[str]] = defaultdict(set)
     with db.open_reader(store.settings) as con:
-        for fid, eid, rel in db.rows(con, "queries/quality_fact_sources", user_id=user_id):
+        for fid, eid, rel in db.rows(con, named("quality_fact_sources"), user_id=user_id):
             if rel in relations:
                 out[fid].add(eid)
     return out

@@ -1,7 +1,7 @@
 """The merge rule over a whole batch of pairs: the merge model's score for every pair at once.
 
 `pair_rules.same_statement` reads one pair at a time in Python, and a night at 1M facts asks it of
-~10^5 pairs, of which it merges a few hundred (bench/CONSOLIDATE.md). Here every text of the batch is
+~10^5 pairs, of which it merges a few hundred (bench/perf/CONSOLIDATE.md). Here every text of the batch is
 read once, its word, word-pair, word-triple and character 4-gram sets become rows of sparse matrices,
 and the set overlaps the model reads are row products for all pairs together. A pair whose score
 falls below the model's cut (by a margin) is turned down here; every other pair goes through

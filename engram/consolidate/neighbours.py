@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PAIR_K = 16           # nearest facts above the threshold kept per query vector (both paths)
 GRAPH_K = 32          # graph candidates per query vector, rescored exactly before the top PAIR_K are kept
-PAIR_EXPANSION = 128  # graph search breadth (bench/CONSOLIDATE.md)
+PAIR_EXPANSION = 128  # graph search breadth (bench/perf/CONSOLIDATE.md)
 CHUNK = 1024          # query vectors per graph batch (bounds the candidate gather: 1024 x 32 x 384 floats)
 
 

@@ -1,8 +1,8 @@
 """Pair rules: do two facts say the same thing (merge), or contradict each other? Pure functions, no DB.
 
 The merge stage merges a pair only when `same_statement` holds; the confidence stage halves (or
-supersedes) a pair only when `contradiction` names a reason. bench/quality_dedupe.py and
-bench/quality_contradiction.py call these same functions, so the report measures what the stages apply.
+supersedes) a pair only when `contradiction` names a reason. bench/quality/quality_dedupe.py and
+bench/quality/quality_contradiction.py call these same functions, so the report measures what the stages apply.
 """
 
 from __future__ import annotations
@@ -204,12 +204,12 @@ def _leading_features(a: str, b: str, cosine: float) -> list[float]:
 
 
 # Logistic regression on merge_features, fitted on MSRP train only (3,576 pairs, label = paraphrase,
-# cosine from minilm all-MiniLM-L6-v2) by `python -m bench.fit_merge_model`, which prints these
-# constants and writes bench/MERGE_MODEL.md: standardised features, L2 strength chosen by 5-fold
+# cosine from minilm all-MiniLM-L6-v2) by `python -m bench.fit.fit_merge_model`, which prints these
+# constants and writes bench/fit/MERGE_MODEL.md: standardised features, L2 strength chosen by 5-fold
 # cross-validation on train, standardisation folded into the coefficients. MERGE_MIN_PROBABILITY is
 # the median, over three 5-fold splits, of the lowest probability (0.01 steps) at which the whole rule
 # (same_statement at merge_threshold 0.7) reaches MSRP train precision >= 0.90 on held-out folds with a
-# margin (the one-sided 90% Wilson lower bound does): the merge precision bench/quality_dedupe.py asks
+# margin (the one-sided 90% Wilson lower bound does): the merge precision bench/quality/quality_dedupe.py asks
 # for on unseen pairs, since a wrong merge hides a fact.
 MERGE_COEF = (3.625, 0.878, 2.61, 0.481, 2.276, -0.432, -2.098, -0.376, -1.213, -0.467, -0.102, -0.434, -0.187, 0.436,
               -1.054, -0.382)

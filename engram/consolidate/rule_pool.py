@@ -1,7 +1,7 @@
 """The pair rules over a night's pairs: in worker processes when there are enough pairs to pay for them.
 
 The rules (engram.consolidate.pair_rules, valence_conflict) are pure Python over two texts, and a night
-at 1M facts reads ~10^5 pairs with each of them (bench/CONSOLIDATE.md): single-threaded they were most
+at 1M facts reads ~10^5 pairs with each of them (bench/perf/CONSOLIDATE.md): single-threaded they were most
 of the night. A worker is a fresh interpreter running this module (`python -m`), fed a pickled batch
 on stdin: not a fork (the nightly flow runs in a process with DuckDB's and Prefect's threads, whose
 locks a fork would copy) and not multiprocessing's spawn, which re-runs the caller's main script in

@@ -22,7 +22,7 @@ MINILM_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384  # the packaged model's output width (its file is checked by MINILM_SHA256)
 VOCAB_PATH = Path(__file__).resolve().parent.parent / "resources" / "minilm_vocab.txt"
 # texts per ONNX run, of similar token length: an embed() call of 64 texts makes 8 runs, which the 2 workers
-# share more evenly than 4 (bench/EMBED.md: 8 ran 6% faster than 16 on 2 cores, 32 padded more for no gain)
+# share more evenly than 4 (bench/perf/EMBED.md: 8 ran 6% faster than 16 on 2 cores, 32 padded more for no gain)
 MINILM_CHUNK = 8
 GEMINI_MAX_BATCH = 100  # batchEmbedContents accepts at most 100 requests per call
 
@@ -139,7 +139,7 @@ def length_chunks(lengths: list[int], size: int, workers: int = 1) -> list[np.nd
 def _session_options(ort: Any) -> Any:
     """One thread per run (runs go in parallel instead) and basic graph optimisations.
 
-    Measured on 2 shared cores (bench/EMBED.md): a run split over 2 threads waits at each of its
+    Measured on 2 shared cores (bench/perf/EMBED.md): a run split over 2 threads waits at each of its
     hundreds of small ops for the slower thread, so 2 one-thread runs side by side do more work per
     CPU-second. ENABLE_BASIC (constant folding of the int8 weights, no fusions) runs at least as fast
     as ENABLE_ALL, builds the session faster, and changes vectors by < 1e-6.

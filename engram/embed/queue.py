@@ -87,7 +87,7 @@ def by_length(rows: list[tuple]) -> list[tuple]:
     """Rows by the word and punctuation count of their text (the last field), shortest first.
 
     One embedder call then holds texts of similar token length and pads them little; this count
-    follows WordPiece tokens more closely than characters do (bench/EMBED.md).
+    follows WordPiece tokens more closely than characters do (bench/perf/EMBED.md).
     """
     return sorted(rows, key=lambda row: len(PIECES.findall(row[-1])))
 

@@ -4,7 +4,7 @@ A graph node's key is stable across generations; `ann_rows.npy` maps each key to
 vector row (-1: removed). Publish reuses the previous generation's graph when it can: a node whose row
 (same rowid and id) still holds the same vector keeps its key, nodes of rows deleted or re-embedded are
 removed, and only the new vectors are inserted. A night that adds 10k rows to a 1M-row table then
-inserts 10k nodes instead of building 1M (bench/CONSOLIDATE.md). The graph is built afresh when there
+inserts 10k nodes instead of building 1M (bench/perf/CONSOLIDATE.md). The graph is built afresh when there
 is no previous one (or it is of another format), its parameters differ, or removed nodes pass REBUILD_REMOVED of the live ones
 (searches walk over removed nodes, and too many of them cost recall).
 """

@@ -52,9 +52,9 @@ from engram.text.tokens import tokenize
 log = logging.getLogger(__name__)
 
 ANN_MIN = 50_000      # from this many vectors a generation carries an ANN graph; below, exact matmul
-ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/SEARCH.md)
+ANN_DTYPE = "i8"      # quantised graph vectors; exact float32 rescoring (bench/perf/SEARCH.md)
 # Graph links per node and nodes visited per insert: the recall@10 after rescoring they give, against
-# build time, is in bench/SEARCH.md and bench/ann_params.py.
+# build time, is in bench/perf/SEARCH.md and bench/perf/ann_params.py.
 ANN_CONNECTIVITY = 16
 ANN_EXPANSION_ADD = 128
 

@@ -43,13 +43,13 @@ Lenders = Sequence[tuple[float, Sequence[str]]]
 SEARCH_TYPES = {"facts": ("facts",), "episodes": ("episodes",), "both": ("facts", "episodes")}
 METHODS = ("hybrid", "vector", "lexical")
 MODES = ("active", "passive")
-# Fusion constants, chosen on the LoCoMo development split (bench/locomo.py) and kept general:
+# Fusion constants, chosen on the LoCoMo development split (bench/quality/locomo.py) and kept general:
 # a small RRF k rewards agreement at the top; lexical evidence weighs a bit more than MiniLM cosine
 # on conversational text; a turn borrows part of its session neighbours' scores, because an
 # answer sits next to the turn that shares the question's words: a turn after a question borrows
 # much of the question's score, and any turn a little of the turn after it (CONTEXT: before, after;
 # the index links a row to the row before it only when that row asks something). The weights were
-# checked leave-one-conversation-out on the five LoCoMo dev conversations (bench/LOCOMO_LOCO.md).
+# checked leave-one-conversation-out on the five LoCoMo dev conversations (bench/quality/LOCOMO_LOCO.md).
 RRF_K = 10
 RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
@@ -72,7 +72,7 @@ WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fac
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
 # The first search of a process loads the embedding model (~0.2-0.3 s; onnxruntime lets go of the GIL):
 # on this thread while the store is opened and the tenant's indexes are mapped (a one-shot `engram search`
-# at 1M facts: up to 0.25 s sooner to its answer, bench/SEARCH.md).
+# at 1M facts: up to 0.25 s sooner to its answer, bench/perf/SEARCH.md).
 _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
 
 

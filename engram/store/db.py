@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 
 
 @cache
-def sql(name: str) -> str:
-    """The text of sql/<name>.sql."""
-    path = SQL_DIR / f"{name}.sql"
+def sql(name: str | Path) -> str:
+    """The text of sql/<name>.sql; a Path names a file outside the package (the benchmarks' own SQL)."""
+    path = name if isinstance(name, Path) else SQL_DIR / f"{name}.sql"
     if not path.is_file():
         raise StoreError(f"named SQL not found: {name} (looked in {SQL_DIR})")
     return path.read_text()

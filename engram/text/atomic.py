@@ -36,7 +36,7 @@ MIN_SELF_CONTAINED = 0.75  # no question, at least four words; a leading pronoun
 MIN_CONTENT_WORDS = 1
 # A remark about no one it names (no first person, name or number) is remembered only when it says
 # enough on its own; one with a pronoun pointing outside itself ("I loved it", "those games") too.
-# Chosen on 80 Synthetic-Persona-Chat conversations outside the bench's sample (bench/QUALITY.md).
+# Chosen on 80 Synthetic-Persona-Chat conversations outside the bench's sample (bench/quality/QUALITY.md).
 UNANCHORED_MIN_CONTENT_WORDS = 5
 ANAPHOR_MIN_CONTENT_WORDS = 4
 ANAPHORS = {"it", "they", "them", "those", "these", "this", "it's", "they're", "they've"}

@@ -24,7 +24,7 @@ NEGATIONS = {
 # Word pairs whose swap flips a statement. Pairs that mostly mark a different subject or scene
 # rather than a contradiction (man/woman, boy/girl, sitting/standing, up/down, in/out, on/off,
 # inside/outside) were dropped: on SICK train they fired 255 times with precision 0.02
-# (bench/QUALITY.md, contradiction section).
+# (bench/quality/QUALITY.md, contradiction section).
 ANTONYMS = [
     ("love", "hate"), ("loves", "hates"), ("like", "dislike"), ("likes", "dislikes"),
     ("always", "never"), ("true", "false"), ("yes", "no"), ("open", "closed"), ("alive", "dead"),
@@ -116,7 +116,7 @@ def best_sentence(text: str, max_chars: int = 400) -> str:
 
 # Conversational idioms that carry a negation word but assert, not deny ("can't wait!", "not just a
 # hobby", "no matter what"): counted as negations they were most of the alarms between the turns of
-# one LoCoMo conversation (bench/QUALITY.md, contradiction section).
+# one LoCoMo conversation (bench/quality/QUALITY.md, contradiction section).
 NEGATION_IDIOMS = re.compile(
     r"\b(?:can'?t wait|cannot wait|no matter|not just|not only|no problem|no worries|no doubt"
     r"|never mind|nothing but|(?:can|could)'?t (?:believe|imagine|be happier|agree more)"

@@ -12,7 +12,6 @@ from engram.store import db
 ALLOWED = {
     "run_episode_vectors": "episodes consumed by one extract run, chosen by consolidation_episodes, "
                            "which filters on the active model and dim",
-    "query_bench_sample_facts": "benchmark only: derives query texts/vectors, never compared across models",
 }
 READS_VECTOR = re.compile(r"^\s*(select\s+)?(\w+\.)?embedding\s*,?\s*$|then\s+\w+\.embedding\b", re.M | re.I)
 

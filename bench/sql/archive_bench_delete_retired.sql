@@ -1,4 +1,4 @@
--- Baseline for bench/archive.py: deletes a tenant's retired facts and their fact_sources rows
+-- Baseline for bench/perf/archive.py: deletes a tenant's retired facts and their fact_sources rows
 -- without any export or verification (what an unsafe purge would cost). Params: $user_id, $cutoff.
 delete from fact_sources as s
 using facts as f

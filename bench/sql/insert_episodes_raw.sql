@@ -1,4 +1,4 @@
--- Benchmark baseline only (bench/ingest.py): appends the registered Arrow table `incoming_episodes`
+-- Benchmark baseline only (bench/perf/ingest.py): appends the registered Arrow table `incoming_episodes`
 -- as is, with no duplicate checks. Never used by engram itself. No params.
 insert into episodes (
     id, user_id, kind, role, session_id, content, created_at, ingested_at, origin, visibility,

@@ -1,5 +1,5 @@
 -- Returns the provenance rows (fact, episode, relation) of the tenant's facts, for the quality
--- evaluation (bench/quality_*.py). Params: $user_id.
+-- evaluation (bench/quality/quality_*.py). Params: $user_id.
 select
     s.fact_id,
     s.episode_id,

@@ -1,5 +1,5 @@
 -- Returns every fact of the tenant (any status) with its stored confidence and the time it is exact
--- at, for the quality evaluation (bench/quality_*.py). Params: $user_id.
+-- at, for the quality evaluation (bench/quality/quality_*.py). Params: $user_id.
 select
     f.id,
     f.text,

@@ -1,5 +1,5 @@
 -- Returns the $k active facts of the tenant most cosine-similar to $q, computed in DuckDB (no
--- in-memory index): the baseline bench/search.py compares the cached matrix against.
+-- in-memory index): the baseline bench/perf/search.py compares the cached matrix against.
 -- Params: $user_id, $q (float[]), $model, $dim, $k.
 select
     f.id,
