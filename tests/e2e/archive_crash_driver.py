@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.settings import load_settings
 from tests.archive_scenario import AS_OF, USER
 
@@ -13,4 +14,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "archive":
         archive.archive_due(settings, None, AS_OF, sys.argv[2])
     else:
-        archive.restore(settings, USER)
+        restore(settings, USER)
