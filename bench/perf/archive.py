@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from bench.sql import named
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.archive.files import BATCH_ROWS, verify
 from engram.settings import load_settings
 from engram.store import db
@@ -152,10 +153,10 @@ def main() -> None:
         sample = [r[0] for r in con.execute("select row_id from archive_rows where table_name = 'facts'"
                                              " order by hash(row_id) limit 1001").fetchall()]
     t0 = time.perf_counter()
-    one = archive.restore(settings, USER, table="facts", ids=sample[:1])
+    one = restore(settings, USER, table="facts", ids=sample[:1])
     restore_one_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    restored = archive.restore(settings, USER, table="facts", ids=sample[1:])
+    restored = restore(settings, USER, table="facts", ids=sample[1:])
     restore_s = time.perf_counter() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

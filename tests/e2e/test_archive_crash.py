@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engram.archive import ops as archive
+from engram.archive.restore import restore
 from engram.store import db
 from engram.store.crash import CRASH_ENV
 from tests.archive_scenario import (
@@ -100,7 +101,7 @@ def test_killed_restore_then_normal_restore_brings_each_row_back_once(settings) 
         assert archived_ids(con, "facts", USER) == sorted(DUE[(USER, "facts")])  # rolled back
     done = run_driver(settings, "restore")
     assert done.returncode == 0, done.stderr[-2000:]
-    archive.restore(settings, OTHER)
+    restore(settings, OTHER)
     with db.open_store(settings) as con:
         assert {t: snapshot(con, t) for t in TABLE_KEYS} == before
         assert violations(con) == {}
