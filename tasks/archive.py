@@ -8,6 +8,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from engram.archive import nightly
 from engram.archive import ops as archive
 from engram.archive.restore import restore
 from engram.settings import Settings
@@ -62,4 +63,4 @@ def restore_rows(settings: Settings, user_id: str, table: str | None, ids: list[
 def archive_due(settings: Settings, user_id: str | None, as_of: datetime, run_id: str,
                 dry_run: bool) -> dict[str, int]:
     """Export, verify and finalize everything past retention."""
-    return archive.archive_due(settings, user_id, as_of, run_id, dry_run=dry_run)
+    return nightly.archive_due(settings, user_id, as_of, run_id, dry_run=dry_run)

@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 from bench.sql import named
 from engram.archive import ops as archive
-from engram.archive.restore import restore
 from engram.archive.files import BATCH_ROWS, verify
+from engram.archive.restore import restore
 from engram.settings import load_settings
 from engram.store import db
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engram.archive.ops import archive_due
+from engram.archive.nightly import archive_due
 from engram.consolidate.context import StageContext, StagePlan
 
 
 def archive(ctx: StageContext) -> StagePlan:
-    """Export, verify by reading back, then finalize (engram.archive.ops.archive_due writes in its own steps)."""
+    """Export, verify by reading back, then finalize (engram.archive.nightly.archive_due writes in its own steps)."""
     return StagePlan(dict(archive_due(ctx.settings, ctx.user_id, ctx.as_of, ctx.run_id)))

@@ -13,6 +13,7 @@ import pytest
 
 from engram.archive import ops as archive
 from engram.archive.files import MANIFEST_DIR, partition_dir
+from engram.archive.nightly import archive_due
 from engram.archive.restore import restore
 from engram.store import db
 from engram.store.ingest import add_episodes
@@ -37,7 +38,7 @@ def live_episodes(settings, tenant: str) -> list[str]:
 @pytest.mark.parametrize("tenant", [LONG, WIDE], ids=["ascii-300", "multibyte"])
 def test_a_long_user_id_archives_and_restores(settings, tenant: str) -> None:
     seed_tenant(settings, tenant)
-    counts = archive.archive_due(settings, tenant, AS_OF, "run-long")
+    counts = archive_due(settings, tenant, AS_OF, "run-long")
     assert counts["archived_episodes"] == 2
     assert live_episodes(settings, tenant) == ["e2"]
     root = Path(settings.archive_dir)
@@ -81,9 +82,9 @@ def test_an_interrupted_export_with_an_impossible_path_is_cleaned_not_blocking(s
         db.execute(con, "queries/archive_insert_export", export_id="ax_legacy", batch_id=f"run-old/{LONG}",
                    run_id="run-old", user_id=LONG, table_name="episodes", partition_date=AS_OF.date(), path=legacy,
                    note=f"writer={os.uname().nodename}:999999999", now=datetime(2000, 1, 1))
-    counts = archive.archive_due(settings, USER, AS_OF, "run-next")  # another tenant is not blocked
+    counts = archive_due(settings, USER, AS_OF, "run-next")  # another tenant is not blocked
     assert counts["archived_facts"] == len(DUE[(USER, "facts")])
     with db.open_store(settings) as con:
         assert archived_ids(con, "facts", USER) == sorted(DUE[(USER, "facts")])
     assert [x["status"] for x in archive.list_exports(settings, user_id=LONG)] == ["abandoned"]
-    assert archive.archive_due(settings, LONG, AS_OF, "run-next")["archived_episodes"] == 2  # and it retries
+    assert archive_due(settings, LONG, AS_OF, "run-next")["archived_episodes"] == 2  # and it retries

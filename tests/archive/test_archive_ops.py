@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from engram.archive import ops as archive
+from engram.archive.nightly import archive_due
 from engram.archive.restore import restore
 from engram.errors import InvalidInput
 from engram.store import db
@@ -82,7 +83,7 @@ def test_dry_runs_write_nothing(seeded) -> None:
     before = snapshots(seeded)
     assert archive.export_removals(seeded, as_of=AS_OF, dry_run=True)["rows"] == {
         "facts": 6, "fact_sources": 7, "episodes": 3}
-    assert archive.archive_due(seeded, None, AS_OF, "run-dry", dry_run=True) == {
+    assert archive_due(seeded, None, AS_OF, "run-dry", dry_run=True) == {
         "due_facts": 6, "due_fact_sources": 7, "due_episodes": 3, "pending_exports": 0}
     assert archive.mark_removal(seeded, USER, ["f_active"], dry_run=True)["marked"] == 1
     assert archive.finalize_removal(seeded, dry_run=True)["rows"] == {"facts": 0, "fact_sources": 0, "episodes": 0}
@@ -96,7 +97,7 @@ def test_dry_runs_write_nothing(seeded) -> None:
 
 def test_round_trip_keeps_every_column_equal(seeded) -> None:
     before = snapshots(seeded)
-    counts = archive.archive_due(seeded, None, AS_OF, "run-1")
+    counts = archive_due(seeded, None, AS_OF, "run-1")
     assert counts == {"exported_facts": 6, "exported_fact_sources": 7, "exported_episodes": 3,
                       "archived_facts": 6, "archived_fact_sources": 7, "archived_episodes": 3,
                       "files": 6, "resumed_rows": 0}
@@ -137,16 +138,16 @@ def test_round_trip_keeps_every_column_equal(seeded) -> None:
 
 @pytest.mark.slow
 def test_archive_due_twice_changes_nothing_and_restored_rows_are_held(seeded) -> None:
-    archive.archive_due(seeded, USER, AS_OF, "run-1")
+    archive_due(seeded, USER, AS_OF, "run-1")
     after_first = snapshots(seeded)
-    second = archive.archive_due(seeded, USER, AS_OF, "run-2")
+    second = archive_due(seeded, USER, AS_OF, "run-2")
     assert second["files"] == 0 and sum(v for k, v in second.items() if k.startswith("archived_")) == 0
     assert snapshots(seeded) == after_first
     assert restore(seeded, USER, ids=["f_rm", "missing"])["not_archived"] == ["missing"]
     # a restored row is held for a retention window after its restore, measured from the restore time
-    assert archive.archive_due(seeded, USER, AS_OF, "run-3")["archived_facts"] == 0
+    assert archive_due(seeded, USER, AS_OF, "run-3")["archived_facts"] == 0
     later = datetime.now() + timedelta(days=31)
-    assert archive.archive_due(seeded, USER, later, "run-4")["archived_facts"] >= 1
+    assert archive_due(seeded, USER, later, "run-4")["archived_facts"] >= 1
     with db.open_store(seeded) as con:
         assert "f_rm" in archived_ids(con, "facts", USER)
         assert violations(con) == {}
@@ -171,12 +172,12 @@ def test_damaged_file_makes_finalize_refuse_and_rows_stay_live(seeded, damage: s
     assert str(facts_file) in str(err.value) and "--abandon" in str(err.value)
     assert err.value.code == "archive_corrupt"
     with pytest.raises(archive.ArchiveIntegrityError):
-        archive.archive_due(seeded, USER, AS_OF, "run-2")
+        archive_due(seeded, USER, AS_OF, "run-2")
     assert snapshots(seeded) == before  # nothing left the live tables
     assert {m[3] for m in manifest(seeded)} == {"exported"}
     # the operator abandons the batch; the next run exports and finalizes the rows again
     archive.abandon_exports(seeded, [f["export_id"] for f in exported["files"]])
-    counts = archive.archive_due(seeded, USER, AS_OF, "run-3")
+    counts = archive_due(seeded, USER, AS_OF, "run-3")
     assert counts["archived_facts"] == 5
     with db.open_store(seeded) as con:
         assert violations(con) == {}
@@ -210,7 +211,7 @@ def test_export_skips_a_tenant_whose_exports_wait_for_finalize(seeded) -> None:
 
 
 def test_manifest_rows_json_entries_and_hive_layout(seeded) -> None:
-    archive.archive_due(seeded, None, AS_OF, "run-1")
+    archive_due(seeded, None, AS_OF, "run-1")
     rows = archive.list_exports(seeded)
     assert {r["status"] for r in rows} == {"finalized"} and len(rows) == 6
     for r in rows:
@@ -261,7 +262,7 @@ def test_finalizing_one_export_finalizes_its_whole_batch(seeded) -> None:
 
 
 def test_restore_refuses_a_damaged_file_and_restores_nothing(seeded) -> None:
-    archive.archive_due(seeded, USER, AS_OF, "run-1")
+    archive_due(seeded, USER, AS_OF, "run-1")
     facts_file = next(Path(seeded.archive_dir).rglob("table=facts/**/*.parquet"))
     data = facts_file.read_bytes()
     facts_file.write_bytes(data[:-10] + bytes(10))  # same size, different bytes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.archive import ops as archive
+from engram.archive.nightly import archive_due
 from engram.archive.restore import restore
 from engram.store import db
 from engram.store.crash import CRASH_ENV
@@ -83,9 +83,9 @@ def test_killed_archive_run_then_normal_run_archives_each_row_once(settings, ste
         live_facts = live_ids(con, "facts", USER) | live_ids(con, "facts", OTHER)
     assert len(list(Path(settings.archive_dir).rglob("*.parquet"))) == files
     assert len(live_facts) == (11 - 1 if step == "after_finalize" else 11)  # only the first tenant's batch left
-    archive.archive_due(settings, None, AS_OF, "run-next")
+    archive_due(settings, None, AS_OF, "run-next")
     assert_each_row_once(settings)
-    again = archive.archive_due(settings, None, AS_OF, "run-after")
+    again = archive_due(settings, None, AS_OF, "run-after")
     assert again["files"] == 0 and again["resumed_rows"] == 0
     assert_each_row_once(settings)
 
@@ -94,7 +94,7 @@ def test_killed_restore_then_normal_restore_brings_each_row_back_once(settings) 
     seed(settings)
     with db.open_store(settings) as con:
         before = {t: snapshot(con, t) for t in TABLE_KEYS}
-    archive.archive_due(settings, None, AS_OF, "run-1")
+    archive_due(settings, None, AS_OF, "run-1")
     killed = run_driver(settings, "restore", crash_at="during_restore")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     with db.open_store(settings) as con:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engram.archive import ops as archive
+from engram.archive.nightly import archive_due
 from engram.consolidate import runner as consolidate
 from engram.consolidate.resolve import resolve_pending
 from engram.errors import EngramError
@@ -97,7 +97,7 @@ def test_unwritable_archive_dir_refuses_and_deletes_nothing(consolidated, tmp_pa
     with db.open_store(settings) as con:
         before = con.execute("select count(*) from facts").fetchall()
     with pytest.raises(EngramError):
-        archive.archive_due(settings, USER, AS_OF + timedelta(days=400), "run-fz-arch")
+        archive_due(settings, USER, AS_OF + timedelta(days=400), "run-fz-arch")
     with db.open_store(settings) as con:
         assert con.execute("select count(*) from facts").fetchall() == before
 
@@ -111,7 +111,7 @@ def test_archive_dir_that_is_a_file_refuses_and_deletes_nothing(consolidated, tm
     with db.open_store(settings) as con:
         before = con.execute("select count(*) from facts").fetchall()
     with pytest.raises((EngramError, OSError)):
-        archive.archive_due(settings, USER, AS_OF + timedelta(days=400), "run-fz-arch")
+        archive_due(settings, USER, AS_OF + timedelta(days=400), "run-fz-arch")
     with db.open_store(settings) as con:
         assert con.execute("select count(*) from facts").fetchall() == before
         assert all(n == 0 for n in run_checks(con).values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from engram.archive import ops as archive
+from engram.archive.nightly import archive_due
 from engram.store import db
 from engram.store.ingest import add_episodes
 
@@ -15,7 +16,7 @@ def test_archived_episode_is_not_reingested(settings) -> None:
     assert add_episodes(ROWS, settings).inserted == 1
     marked_at = datetime(2026, 1, 2)
     archive.mark_removal(settings, "u", ["e1"], table="episodes", now=marked_at)
-    counts = archive.archive_due(settings, "u", marked_at + timedelta(days=settings.retention_days + 1), "run-arch")
+    counts = archive_due(settings, "u", marked_at + timedelta(days=settings.retention_days + 1), "run-arch")
     assert counts["archived_episodes"] == 1
     result = add_episodes(ROWS, settings)
     assert (result.inserted, result.duplicates) == (0, 1)
