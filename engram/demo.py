@@ -37,7 +37,7 @@ def run_demo(
         run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]), False, result["tenants"]),
     ]
     with db.open_store(settings) as con:
-        facts = db.query(con, "queries/demo_top_facts", user_id=DEMO_USER, limit=10)
+        facts = db.query(con, "queries/store/demo_top_facts", user_id=DEMO_USER, limit=10)
     lines.append("Top facts:")
     lines += [f"  {r['confidence']:.3f}  {r['text']}  ({r['evidence_count']} episodes) [{r['id']}]"
               for r in facts.to_dicts()]

@@ -39,8 +39,8 @@ def add_facts(con: db.Connection, user_id: str, facts: list[dict[str, Any]]) -> 
         ("run_id", pa.string()), ("reason", pa.string()),
     ]))
     with db.registered(con, "incoming_facts", table):
-        db.execute(con, "queries/insert_facts")
-        db.execute(con, "queries/insert_created_events", run_id="seed", now=NOW)
+        db.execute(con, "queries/consolidate/insert_facts")
+        db.execute(con, "queries/consolidate/insert_created_events", run_id="seed", now=NOW)
 
 
 def contradiction(con: db.Connection, user_id: str, a: str, b: str) -> str:
@@ -65,7 +65,7 @@ def merge_case(con: db.Connection, user_id: str, ids: list[str]) -> str:
         ("reason", pa.string()), ("run_id", pa.string()), ("created_at", pa.timestamp("us")),
     ]))
     with db.registered(con, "incoming_reviews", table):
-        db.execute(con, "queries/queue_reviews")
+        db.execute(con, "queries/consolidate/queue_reviews")
     return rid
 
 

@@ -63,7 +63,7 @@ def seed_facts(settings: Any, con: Any, rows: list[dict[str, Any]], embed: bool 
         ("run_id", pa.string()),
     ])
     with db.registered(con, "incoming_facts", pa.Table.from_pylist(out, schema=schema)):
-        db.execute(con, "queries/insert_facts")
+        db.execute(con, "queries/consolidate/insert_facts")
     return [o["id"] for o in out]
 
 

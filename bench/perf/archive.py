@@ -84,7 +84,7 @@ def unverified_export(settings, out: Path, cutoff: datetime) -> tuple[float, int
         due = archive.due_rows(con, USER, {"facts": ["deprecated"]}, cutoff)
         with db.registered(con, "archive_keys", due.select("user_id", "id").to_arrow()):
             for table in ("facts", "fact_sources"):
-                reader = con.sql(db.sql(f"queries/archive_export_{table}"), params={"user_id": USER}).to_arrow_reader(BATCH_ROWS)
+                reader = con.sql(db.sql(f"queries/archive/archive_export_{table}"), params={"user_id": USER}).to_arrow_reader(BATCH_ROWS)
                 with pq.ParquetWriter(out / f"{table}.parquet", reader.schema, compression="zstd") as writer:
                     for batch in reader:
                         writer.write_batch(batch, row_group_size=BATCH_ROWS)

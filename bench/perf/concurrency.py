@@ -46,7 +46,7 @@ while time.monotonic() < end and not os.path.exists(stop):
     t = time.perf_counter()
     if mode == "read":
         with db.connect(path, read_only=True, lock_timeout_s=60) as con:
-            db.rows(con, "queries/count_episodes")
+            db.rows(con, "queries/store/count_episodes")
     else:
         add_episodes([{"id": f"c{i}-{j}", "user_id": "side", "content": f"side note {i} {j}",
                        "created_at": datetime(2026, 1, 1) + timedelta(seconds=i * 10 + j)} for j in range(10)], s)

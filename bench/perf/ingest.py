@@ -116,7 +116,7 @@ def bench_ingest(texts: list[str], n: int, batches: int, workdir: Path) -> dict[
     with db.open_store(settings) as con:  # the same table through add_episodes' SQL, into the full store
         def dedupe_insert() -> None:
             with db.transaction(con), db.registered(con, "incoming_episodes", table):
-                db.execute(con, "queries/insert_episodes")
+                db.execute(con, "queries/store/insert_episodes")
         sql_secs, _ = timed(dedupe_insert)
     return {
         "n": n, "batches": batches, "rates": rates, "stored": stored,

@@ -118,7 +118,7 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, 
         for start in range(0, size, CHUNK):
             table = facts_table(base_t[start:start + CHUNK], base_v[start:start + CHUNK], start, rng)
             with db.transaction(con), db.registered(con, "incoming_facts", table):
-                db.execute(con, "queries/insert_facts")
+                db.execute(con, "queries/consolidate/insert_facts")
         load_s = time.perf_counter() - t0
         t = time.perf_counter()
         published = writer.write_tenant(settings, con, USER, MODEL, DIM, run_id="bench")

@@ -60,7 +60,7 @@ def build(store: Path, size: int) -> None:
         for start in range(0, size, CHUNK):
             table = facts_table(base_t[start:start + CHUNK], base_v[start:start + CHUNK], start, rng)
             with db.transaction(con), db.registered(con, "incoming_facts", table):
-                db.execute(con, "queries/insert_facts")
+                db.execute(con, "queries/consolidate/insert_facts")
     np.savez(f"{store}.queries.npz", texts=np.array(query_t, dtype=object), vecs=query_v)
 
 

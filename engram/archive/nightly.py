@@ -45,7 +45,7 @@ def _has_work(settings: Settings, user_id: str, as_of: datetime) -> bool:
     """Whether the tenant has a retired row due, an export to finalize, or any interrupted export."""
     with db.open_store(settings) as con:
         [(has_work,)] = db.rows(
-            con, "queries/archive_has_work", user_id=user_id, fact_statuses=list(RETIRED["facts"]),
+            con, "queries/archive/archive_has_work", user_id=user_id, fact_statuses=list(RETIRED["facts"]),
             episode_statuses=list(RETIRED["episodes"]),
             cutoff=clock.naive_utc_or_now(as_of) - timedelta(days=settings.retention_days))
     return bool(has_work)

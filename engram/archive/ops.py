@@ -145,7 +145,7 @@ _DUE_SCHEMA = {"user_id": pl.String, "table_name": pl.String, "id": pl.String, "
 def due_rows(con: db.Connection, user_id: str | None, statuses: dict[str, list[str]], cutoff: datetime) -> pl.DataFrame:
     """Episodes and facts due for the archive (user_id, table_name, id, status, changed_at)."""
     frames = [
-        db.query(con, f"queries/archive_due_{table}", user_id=user_id, statuses=wanted, cutoff=cutoff)
+        db.query(con, f"queries/archive/archive_due_{table}", user_id=user_id, statuses=wanted, cutoff=cutoff)
         for table, wanted in statuses.items()
     ]
     frames = [f.cast(_DUE_SCHEMA) for f in frames if f.height]  # type: ignore[arg-type]
@@ -160,12 +160,12 @@ def _sources_count(con: db.Connection, user_id: str, fact_keys: pl.DataFrame) ->
     if fact_keys.height == 0:
         return 0
     with db.registered(con, "archive_keys", _keys(fact_keys)):
-        return int(db.rows(con, "queries/archive_due_fact_sources_count", user_id=user_id)[0][0])
+        return int(db.rows(con, "queries/archive/archive_due_fact_sources_count", user_id=user_id)[0][0])
 
 
 def exports_of(con: db.Connection, user_id: str | None = None, run_id: str | None = None,
              statuses: list[str] | None = None, export_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    frame = db.query(con, "queries/archive_exports_list", user_id=user_id, run_id=run_id, statuses=statuses,
+    frame = db.query(con, "queries/archive/archive_exports_list", user_id=user_id, run_id=run_id, statuses=statuses,
                      export_ids=export_ids)
     return frame.to_dicts()
 
@@ -243,8 +243,8 @@ def mark_removal(
     now = clock.naive_utc_or_now(now)
     run_id = clock.run_id("mark-removal", now)
     with db.open_store(settings) as con:
-        live = dict(db.rows(con, f"queries/archive_lookup_{table}", user_id=user_id, ids=wanted))
-        archived = {r[0] for r in db.rows(con, "queries/archive_lookup_archived", user_id=user_id,
+        live = dict(db.rows(con, f"queries/archive/archive_lookup_{table}", user_id=user_id, ids=wanted))
+        archived = {r[0] for r in db.rows(con, "queries/archive/archive_lookup_archived", user_id=user_id,
                                          table_name=table, ids=wanted)} - set(live)
         unknown = [i for i in wanted if i not in live and i not in archived]
         if unknown:
@@ -256,7 +256,7 @@ def mark_removal(
                     changes = [FactChange(i, "retracted", reason, status="removal") for i in to_mark]
                     apply_changes(con, user_id, run_id, changes, now)
                 else:
-                    db.execute(con, "queries/archive_mark_episodes_removal", user_id=user_id, ids=to_mark, now=now)
+                    db.execute(con, "queries/archive/archive_mark_episodes_removal", user_id=user_id, ids=to_mark, now=now)
     log.info("mark-removal %s: %d marked, %d already, %d archived", table, len(to_mark),
              len(live) - len(to_mark), len(archived))
     return {"table": table, "marked": len(to_mark), "already_marked": len(live) - len(to_mark),
@@ -276,7 +276,7 @@ def abandon_interrupted(settings: Settings, now: datetime | None = None) -> int:
         for x in stale:
             new_path = x["path"]
             with db.transaction(con):
-                db.execute(con, "queries/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
+                db.execute(con, "queries/archive/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
                            note="interrupted before verification")
     if stale:
         log.warning("abandoned %d interrupted archive export(s); their rows stay live", len(stale))
@@ -315,14 +315,14 @@ def abandon_exports(settings: Settings, export_ids: Sequence[str], dry_run: bool
             for x in found:
                 new_path = set_aside(Path(settings.archive_dir), x["path"])
                 with db.transaction(con):
-                    db.execute(con, "queries/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
+                    db.execute(con, "queries/archive/archive_mark_abandoned", export_id=x["export_id"], path=new_path,
                                note="abandoned by hand")
     return {"abandoned": len(found), "dry_run": dry_run}
 
 
 def _new_path(con: db.Connection, archive_dir: Path, run_id: str, user_id: str, table: str, day: date) -> tuple[str, str]:
     """A relative path and export id no export and no file has used."""
-    used = {r[0] for r in db.rows(con, "queries/archive_export_paths", run_id=run_id, user_id=user_id, table_name=table)}
+    used = {r[0] for r in db.rows(con, "queries/archive/archive_export_paths", run_id=run_id, user_id=user_id, table_name=table)}
     n = len(used) + 1
     while True:
         rel = f"{partition_dir(table, user_id, day)}/{run_id}-{n}.parquet"
@@ -338,12 +338,12 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
     with db.open_store(settings) as con:
         rel, export_id = _new_path(con, archive_dir, run_id, user_id, table, day)
         with db.transaction(con):
-            db.execute(con, "queries/archive_insert_export", export_id=export_id, batch_id=f"{run_id}/{user_id}",
+            db.execute(con, "queries/archive/archive_insert_export", export_id=export_id, batch_id=f"{run_id}/{user_id}",
                        run_id=run_id, user_id=user_id, table_name=table, partition_date=day, path=rel,
                        note=f"writer={_writer()}", now=now)
         crash_point("archive:after_intent")
         with db.registered(con, "archive_keys", keys):
-            reader = con.sql(db.sql(f"queries/archive_export_{table}"), params={"user_id": user_id}).to_arrow_reader(BATCH_ROWS)
+            reader = con.sql(db.sql(f"queries/archive/archive_export_{table}"), params={"user_id": user_id}).to_arrow_reader(BATCH_ROWS)
             try:
                 written = write_once(archive_dir / rel, reader.schema, reader)
             except OSError as exc:  # full disk, name too long, ...: fail now, rows stay live
@@ -355,11 +355,11 @@ def _export_table(settings: Settings, run_id: str, user_id: str, table: str, key
         if problems:
             new_path = set_aside(archive_dir, rel)
             with db.transaction(con):
-                db.execute(con, "queries/archive_mark_abandoned", export_id=export_id, path=new_path,
+                db.execute(con, "queries/archive/archive_mark_abandoned", export_id=export_id, path=new_path,
                            note="read-back verification failed")
             raise ArchiveIntegrityError("export failed read-back verification: " + "; ".join(problems))
         with db.transaction(con):
-            db.execute(con, "queries/archive_mark_exported", export_id=export_id, row_count=written.rows,
+            db.execute(con, "queries/archive/archive_mark_exported", export_id=export_id, row_count=written.rows,
                        content_hash=written.content_hash, file_sha256=written.file_sha256,
                        file_bytes=written.file_bytes, now=verified_at)
     entry = {"export_id": export_id, "batch_id": f"{run_id}/{user_id}", "run_id": run_id, "user_id": user_id,
@@ -379,7 +379,7 @@ def _write_failed(con: db.Connection, reader: pa.RecordBatchReader, archive_dir:
     except OSError:
         new_path = rel  # nothing was linked to the final name, or it cannot even be looked at
     with db.transaction(con):
-        db.execute(con, "queries/archive_mark_abandoned", export_id=export_id, path=new_path,
+        db.execute(con, "queries/archive/archive_mark_abandoned", export_id=export_id, path=new_path,
                    note=f"write failed: {exc.strerror or exc}")
     return StoreError(f"archive_dir: writing {archive_dir / rel} failed ({exc.strerror or exc}); nothing was "
                       "archived, the rows stay live and the next run retries")
@@ -534,14 +534,14 @@ def finalize_removal(
                 db.registered(con, "archive_file_fact_sources", keys["fact_sources"]), \
                 db.registered(con, "archive_file_episodes", keys["episodes"]):
             with db.transaction(con):
-                db.execute(con, "queries/archive_index_facts", user_id=tenant, now=now)
-                db.execute(con, "queries/archive_index_fact_sources", user_id=tenant, export_ids=ids, now=now)
-                db.execute(con, "queries/archive_index_episodes", user_id=tenant, now=now)
-                db.execute(con, "queries/archive_insert_archived_events", user_id=tenant, run_id=finalize_run_id,
+                db.execute(con, "queries/archive/archive_index_facts", user_id=tenant, now=now)
+                db.execute(con, "queries/archive/archive_index_fact_sources", user_id=tenant, export_ids=ids, now=now)
+                db.execute(con, "queries/archive/archive_index_episodes", user_id=tenant, now=now)
+                db.execute(con, "queries/archive/archive_insert_archived_events", user_id=tenant, run_id=finalize_run_id,
                            export_ids=ids, reason=reason, now=now)
                 for name in ("fact_sources", "facts", "episodes"):
-                    db.execute(con, f"queries/archive_delete_{name}", user_id=tenant, export_ids=ids)
-                db.execute(con, "queries/archive_mark_finalized", export_ids=ids, now=now)
+                    db.execute(con, f"queries/archive/archive_delete_{name}", user_id=tenant, export_ids=ids)
+                db.execute(con, "queries/archive/archive_mark_finalized", export_ids=ids, now=now)
                 crash_point("archive:during_finalize")
             crash_point("archive:after_finalize")
             for x in exports_of(con, export_ids=ids):

@@ -22,7 +22,7 @@ from engram.store.crash import crash_point
 
 log = logging.getLogger(__name__)
 
-RESTORE_SQL = {t: f"queries/archive_restore_{t}" for t in TABLES}
+RESTORE_SQL = {t: f"queries/archive/archive_restore_{t}" for t in TABLES}
 
 
 def _row_ids(table: str, frame: pa.Table) -> pa.Array:
@@ -53,7 +53,7 @@ def restore(
     run_id = check_run_id(run_id or clock.run_id("restore"))
     archive_dir = Path(settings.archive_dir)
     with db.open_store(settings) as con:
-        picked = db.query(con, "queries/archive_restorable", user_id=user_id, table_name=table, ids=wanted,
+        picked = db.query(con, "queries/archive/archive_restorable", user_id=user_id, table_name=table, ids=wanted,
                           run_id=export_run_id)
         exports = {x["export_id"]: x for x in exports_of(con, user_id=user_id,
                                                        export_ids=picked["export_id"].unique().to_list() or None)}
@@ -91,9 +91,9 @@ def restore(
                 with db.registered(con, "archive_restore_rows", pa.concat_tables(incoming[name])):
                     inserted[name] = int(db.rows(con, RESTORE_SQL[name])[0][0])
         with db.registered(con, "archive_restore_keys", keys):
-            db.execute(con, "queries/archive_insert_restored_events", user_id=user_id, run_id=run_id,
+            db.execute(con, "queries/archive/archive_insert_restored_events", user_id=user_id, run_id=run_id,
                        reason=reason, now=now)
-            db.execute(con, "queries/archive_mark_restored", user_id=user_id, run_id=run_id, now=now)
+            db.execute(con, "queries/archive/archive_mark_restored", user_id=user_id, run_id=run_id, now=now)
         crash_point("archive:during_restore")
     result["rows"] = {t: inserted.get(t, 0) for t in TABLES}
     result["already_live"] = {t: counts[t] - inserted.get(t, 0) for t in TABLES}

@@ -186,8 +186,8 @@ def stats(
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
             with store.open_store(shard, read_only=True) as con:
-                rows += store.rows(con, "queries/stats", user_id=user)
-                contra += store.rows(con, "queries/stats_contradictions", user_id=user)
+                rows += store.rows(con, "queries/store/stats", user_id=user)
+                contra += store.rows(con, "queries/store/stats_contradictions", user_id=user)
         if len(shards) > 1:
             rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
             contra.sort()

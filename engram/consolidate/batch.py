@@ -101,14 +101,14 @@ def _episode_inputs(con: db.Connection, user_id: str, cases: list[Case]) -> list
         return []
     with db.registered(con, "wanted_episodes", _ids_table(ids)):
         found = {r[0]: (r[0], r[1], r[2], r[3]) for r in
-                 db.rows(con, "queries/batch_episodes", user_id=user_id, model=None, dim=None)}
+                 db.rows(con, "queries/consolidate/batch_episodes", user_id=user_id, model=None, dim=None)}
     return [ClusterInput(c.review_id, [found[e] for e in c.subject_ids if e in found]) for c in cases]
 
 
 def tenant_items(con: db.Connection, settings: Settings, user_id: str, run_id: str, now: datetime
                  ) -> tuple[list[Item], list[Outcome], int]:
     """The tenant's pending cases as batch items; stale cases as final failures; cases over budget."""
-    rows = db.rows(con, "queries/review_pending_all_kinds", user_id=user_id)
+    rows = db.rows(con, "queries/consolidate/review_pending_all_kinds", user_id=user_id)
     cases = [Case(r[0], r[1], tuple(r[2]), r[3], r[4], r[5]) for r in rows]
     review_cases = [c for c in cases if c.kind in KINDS]
     facts = load_facts(con, user_id, {f for c in review_cases for f in c.subject_ids}, now, settings.decay_rate)
@@ -144,7 +144,7 @@ def submit_batch(settings: Settings, batch: BatchLLM, run_id: str, now: datetime
     """Submit every tenant's (or one tenant's) pending cases as one batch job and record it; counts (no memory text)."""
     counts = _zero_submit()
     with db.open_store(settings) as con:
-        tenants = [r[0] for r in db.rows(con, "queries/batch_tenants_with_pending") if user_id in (None, r[0])]
+        tenants = [r[0] for r in db.rows(con, "queries/consolidate/batch_tenants_with_pending") if user_id in (None, r[0])]
         built = {u: tenant_items(con, settings, u, run_id, now) for u in tenants}
     stale = {u: s for u, (_, s, _) in built.items() if s}
     if stale:
@@ -194,12 +194,12 @@ def record_submitted(settings: Settings, job_name: str, model: str, run_id: str,
                          ("submitted_at", pa.timestamp("us"))]))
     with db.open_store(settings) as con, db.transaction(con):
         with db.registered(con, "incoming_jobs", jobs):
-            db.execute(con, "queries/batch_insert_jobs")
+            db.execute(con, "queries/consolidate/batch_insert_jobs")
         with db.registered(con, "incoming_items", items):
-            db.execute(con, "queries/batch_insert_items")
+            db.execute(con, "queries/consolidate/batch_insert_items")
         for u in users:
             with db.registered(con, "review_ids", _ids_table([r for _, i in keyed if i.user_id == u for r in i.review_ids])):
-                db.execute(con, "queries/review_mark_submitted", user_id=u)
+                db.execute(con, "queries/consolidate/review_mark_submitted", user_id=u)
 
 
 # ------------------------------------------------------------------ collect
@@ -216,14 +216,14 @@ def collect_batches(settings: Settings, batch: BatchLLM, run_id: str, now: datet
     """Poll every open job; apply what finished, re-queue what was lost; counts (no memory text)."""
     counts = _zero_collect()
     with db.open_store(settings) as con:
-        open_rows = db.rows(con, "queries/batch_open_jobs")
+        open_rows = db.rows(con, "queries/consolidate/batch_open_jobs")
     jobs: dict[str, list[str]] = {}
     for job_name, user_id, _, _ in open_rows:
         jobs.setdefault(job_name, []).append(user_id)
     counts["jobs_open"] = len(jobs)
     for job_name, users in jobs.items():
         with db.open_store(settings) as con:
-            keys = db.rows(con, "queries/batch_job_keys", job_name=job_name, user_ids=users)
+            keys = db.rows(con, "queries/consolidate/batch_job_keys", job_name=job_name, user_ids=users)
         try:
             status = batch.poll(job_name, {k: SCHEMAS[kind] for k, kind in keys})
         except LLMError as exc:
@@ -233,7 +233,7 @@ def collect_batches(settings: Settings, batch: BatchLLM, run_id: str, now: datet
         if not (status.done or status.lost):
             with db.open_store(settings) as con, db.transaction(con):
                 for u in users:
-                    db.execute(con, "queries/batch_mark_job_checked", job_name=job_name, user_id=u,
+                    db.execute(con, "queries/consolidate/batch_mark_job_checked", job_name=job_name, user_id=u,
                                provider_state=status.state, now=now)
             counts["jobs_waiting"] += 1
             continue
@@ -256,10 +256,10 @@ def _collect_tenant(settings: Settings, batch: BatchLLM, job_name: str, user_id:
                     run_id: str, now: datetime, embedder: Embedder | None, counts: dict[str, Any]) -> None:
     """Apply (or re-queue) one tenant's part of a finished job, with its item and job rows, atomically."""
     with db.open_store(settings) as con:
-        items = db.rows(con, "queries/batch_job_items", job_name=job_name, user_id=user_id)
+        items = db.rows(con, "queries/consolidate/batch_job_items", job_name=job_name, user_id=user_id)
         ids = {r for it in items for r in it[2]}
         with db.registered(con, "review_ids", _ids_table(ids)):
-            found = db.rows(con, "queries/review_cases_by_ids", user_id=user_id)
+            found = db.rows(con, "queries/consolidate/review_cases_by_ids", user_id=user_id)
     cases = {r[0]: Case(r[0], r[1], tuple(r[2]), r[3], r[4], r[5]) for r in found}
     open_ids = {r[0] for r in found if r[6] == "submitted"}
     resubmits = {r[0]: r[7] for r in found}
@@ -331,21 +331,21 @@ def _collect_tenant(settings: Settings, batch: BatchLLM, job_name: str, user_id:
     with db.open_store(settings) as con, db.transaction(con):
         if facts:
             with db.registered(con, "incoming_facts", pa.Table.from_pylist(facts)):
-                db.execute(con, "queries/insert_facts")
-                db.execute(con, "queries/insert_created_events", run_id=run_id, now=now)
+                db.execute(con, "queries/consolidate/insert_facts")
+                db.execute(con, "queries/consolidate/insert_created_events", run_id=run_id, now=now)
             fact_ops.add_sources(con, user_id, run_id, pl.DataFrame(sources))
         outcomes += apply_decisions(con, settings, user_id, run_id, now, ready)
         record_outcomes(con, user_id, now, outcomes)
         for why, rids in requeue.items():
             with db.registered(con, "review_ids", _ids_table(rids)):
-                db.execute(con, "queries/review_requeue_lost", user_id=user_id, reason=why[:500],
+                db.execute(con, "queries/consolidate/review_requeue_lost", user_id=user_id, reason=why[:500],
                            max_resubmits=settings.llm_batch_resubmits)
         if item_rows:
             with db.registered(con, "item_outcomes", pa.Table.from_pylist(item_rows, schema=pa.schema([
                 ("item_key", pa.string()), ("status", pa.string()), ("input_tokens", pa.int64()),
                 ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("error", pa.string())]))):
-                db.execute(con, "queries/batch_close_items", job_name=job_name, user_id=user_id, now=now)
-        db.execute(con, "queries/batch_close_job", job_name=job_name, user_id=user_id, state=state,
+                db.execute(con, "queries/consolidate/batch_close_items", job_name=job_name, user_id=user_id, now=now)
+        db.execute(con, "queries/consolidate/batch_close_job", job_name=job_name, user_id=user_id, state=state,
                    provider_state=status.state, run_id=run_id, now=now, error=status.error)
         # collection has no other stage bookkeeping: its runs row is created completed
         record_run_usage(con, run_id, user_id, STAGE, usage, now, status="completed")
@@ -376,7 +376,7 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
     ids = {e for c, _, _ in extracted for e in c.subject_ids} | {e for c in fallback for e in c.subject_ids}
     with db.open_store(settings) as con:
         with db.registered(con, "wanted_episodes", _ids_table(ids)):
-            eps = db.query(con, "queries/batch_episodes", user_id=user_id, model=embedder.model, dim=embedder.dim)
+            eps = db.query(con, "queries/consolidate/batch_episodes", user_id=user_id, model=embedder.model, dim=embedder.dim)
     if eps.height == 0:
         return [], []
     vecs = vectors_of(eps["embedding"], embedder.dim)

@@ -41,9 +41,9 @@ def confidence(ctx: StageContext, embedder: Embedder) -> StagePlan:
     active = pairs.active_facts(ctx, embedder)
     facts, fvecs, conf_now = active.frame, active.space, active.confidence
     with ctx.open() as con:
-        eps = db.query_arrow(con, "queries/run_episode_vectors", user_id=ctx.user_id, run_id=ctx.run_id)
-        links = {(e, f) for e, f in db.rows(con, "queries/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
-        created = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+        eps = db.query_arrow(con, "queries/consolidate/run_episode_vectors", user_id=ctx.user_id, run_id=ctx.run_id)
+        links = {(e, f) for e, f in db.rows(con, "queries/consolidate/episode_fact_links", user_id=ctx.user_id, run_id=ctx.run_id)}
+        created = {r[0] for r in db.rows(con, "queries/consolidate/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
     counts: dict[str, Any] = {"facts": facts.height, "episodes": eps.num_rows}
     # evidence: new episodes with cos >= threshold support a fact they did not produce
     ei = fi = maybe = np.zeros(0, np.int64)

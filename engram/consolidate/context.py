@@ -111,16 +111,16 @@ def queue_reviews(con: db.Connection, reviews: list[dict[str, Any]]) -> None:
     if not reviews:
         return
     with db.registered(con, "incoming_reviews", pa.Table.from_pylist(reviews, schema=REVIEW_SCHEMA)):
-        db.execute(con, "queries/queue_reviews")
+        db.execute(con, "queries/consolidate/queue_reviews")
 
 
 def queued_pairs(con: db.Connection, user_id: str, kind: str) -> set[frozenset[str]]:
     """The subject sets of the tenant's reviews of one kind (any status)."""
-    return {frozenset(r[0]) for r in db.rows(con, "queries/review_subjects", user_id=user_id, kind=kind)}
+    return {frozenset(r[0]) for r in db.rows(con, "queries/consolidate/review_subjects", user_id=user_id, kind=kind)}
 
 
 def fact_texts(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, str]:
     """{fact id: text} of the given facts."""
     with db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(set(ids)), pa.string())})):
-        return dict(db.rows(con, "queries/fact_texts", user_id=user_id))
+        return dict(db.rows(con, "queries/consolidate/fact_texts", user_id=user_id))
 

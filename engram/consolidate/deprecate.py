@@ -10,7 +10,7 @@ def deprecate(ctx: StageContext) -> StagePlan:
     """Reads the active facts below deprecate_below at as_of; writes status deprecated with a fact_events row."""
     s = ctx.settings
     with ctx.open() as con:
-        due = db.rows(con, "queries/deprecation_candidates", user_id=ctx.user_id, as_of=ctx.as_of,
+        due = db.rows(con, "queries/consolidate/deprecation_candidates", user_id=ctx.user_id, as_of=ctx.as_of,
                       rate=s.decay_rate, threshold=s.deprecate_below)
     changes = [fact_ops.FactChange(fid, "deprecated", f"confidence {c:.3f} < {s.deprecate_below}",
                                    confidence=float(c), status="deprecated")

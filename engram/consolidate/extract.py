@@ -51,7 +51,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan
     s = ctx.settings
     window_start = ctx.as_of - timedelta(days=s.recluster_window_days)
     with ctx.open() as con:
-        eps = db.query(con, "queries/consolidation_episodes", user_id=ctx.user_id, as_of=ctx.as_of,
+        eps = db.query(con, "queries/consolidate/consolidation_episodes", user_id=ctx.user_id, as_of=ctx.as_of,
                        window_start=window_start, model=embedder.model, dim=embedder.dim)
     new_ids = eps.filter(pl.col("is_new"))["id"].to_list()
     counts: dict[str, Any] = {"episodes": eps.height, "new_episodes": len(new_ids)}
@@ -63,15 +63,15 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan
     def write(con: db.Connection) -> None:
         if found.facts:
             with db.registered(con, "incoming_facts", pa.Table.from_pylist(found.facts)):
-                db.execute(con, "queries/insert_facts")
-                db.execute(con, "queries/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
+                db.execute(con, "queries/consolidate/insert_facts")
+                db.execute(con, "queries/consolidate/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
             fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(found.sources))
         if found.usage is not None:
             record_run_usage(con, ctx.run_id, ctx.user_id, "extract", found.usage, ctx.as_of)
         queue_reviews(con, found.cases)
         consumed = pa.table({"id": pa.array(new_ids, pa.string())})
         with db.registered(con, "consumed_episodes", consumed):
-            db.execute(con, "queries/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
+            db.execute(con, "queries/consolidate/mark_episodes_consolidated", user_id=ctx.user_id, run_id=ctx.run_id)
 
     return StagePlan(counts, write)
 

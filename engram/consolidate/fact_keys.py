@@ -43,7 +43,7 @@ def frame_key(text: str) -> str:
 
 def _unkeyed(con: db.Connection, user_id: str) -> list[tuple]:
     """(id, text, valid_from) of the tenant's active facts not keyed by the current rule."""
-    return db.rows(con, "queries/facts_without_keys", user_id=user_id, version=KEYS_VERSION)
+    return db.rows(con, "queries/consolidate/facts_without_keys", user_id=user_id, version=KEYS_VERSION)
 
 
 def refresh(con: db.Connection, user_id: str) -> int:
@@ -57,7 +57,7 @@ def refresh(con: db.Connection, user_id: str) -> int:
                      "frame_key": pa.array([frame_key(t) for t in texts], pa.string()),
                      "valence_code": pa.array([valence_code(t) for t in texts], pa.int32())})
     with db.transaction(con), db.registered(con, "incoming_fact_keys", keys):
-        db.execute(con, "queries/store_fact_keys", user_id=user_id, version=KEYS_VERSION)
+        db.execute(con, "queries/consolidate/store_fact_keys", user_id=user_id, version=KEYS_VERSION)
     return len(ids)
 
 
@@ -71,7 +71,7 @@ def known_statements(con: db.Connection, user_id: str, keys: Iterable[str], stor
     if store:
         refresh(con, user_id)
     with db.registered(con, "wanted_keys", pa.table({"key": pa.array(wanted, pa.string())})):
-        found = {k for (k,) in db.rows(con, "queries/known_statement_keys", user_id=user_id)}
+        found = {k for (k,) in db.rows(con, "queries/consolidate/known_statement_keys", user_id=user_id)}
     return found | ({statement_key(text) for _, text, _ in pending} & set(wanted))
 
 
@@ -86,11 +86,11 @@ def facts_sharing_frames(con: db.Connection, user_id: str, fact_ids: Iterable[st
         refresh(con, user_id)
     pending_frames = {fid: frame_key(text) for fid, text, _ in pending}
     with db.registered(con, "framed_facts", pa.table({"id": pa.array(wanted, pa.string())})):
-        frames = dict(db.rows(con, "queries/fact_frames", user_id=user_id)) | pending_frames
+        frames = dict(db.rows(con, "queries/consolidate/fact_frames", user_id=user_id)) | pending_frames
     asked = sorted({frames[f] for f in wanted if frames.get(f)})
     if not asked:
         return []
     with db.registered(con, "wanted_frames", pa.table({"frame": pa.array(asked, pa.string())})):
-        keyed = db.rows(con, "queries/facts_in_frames", user_id=user_id)
+        keyed = db.rows(con, "queries/consolidate/facts_in_frames", user_id=user_id)
     extra = [r for r in pending if pending_frames[r[0]] in asked]
     return sorted({r[0]: r for r in [*keyed, *extra]}.values(), key=lambda r: r[0])

@@ -30,7 +30,7 @@ def merge(ctx: StageContext, embedder: Embedder) -> StagePlan:
     s = ctx.settings
     pairs.ensure_stored(ctx, embedder)
     with ctx.open() as con:
-        found = db.query(con, "queries/run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id,
+        found = db.query(con, "queries/consolidate/run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id,
                          as_of=ctx.as_of, rate=s.decay_rate)
         contradicted = queued_pairs(con, ctx.user_id, "contradiction")
         queued = queued_pairs(con, ctx.user_id, "merge")

@@ -152,7 +152,7 @@ def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim:
     if settings.search_index and settings.nightly_pair_index:
         try:
             index = PERSISTED.get(con, settings, "facts", user_id, model, dim)
-            arrow = db.query_arrow(con, "queries/tenant_fact_rows", user_id=user_id, model=model, dim=dim,
+            arrow = db.query_arrow(con, "queries/consolidate/tenant_fact_rows", user_id=user_id, model=model, dim=dim,
                                    keys_version=KEYS_VERSION)
             space = FactSpace.from_index(index, arrow["id"].to_pylist(), arrow["row_id"].to_numpy())
             return arrow.drop_columns(["row_id"]), space
@@ -163,7 +163,7 @@ def load_facts(settings: Any, con: db.Connection, user_id: str, model: str, dim:
                     "%s; pair search reads every fact vector (the next publish writes the index)", exc)
         except IndexUnusable as exc:
             log.warning("%s; pair search reads every fact vector (the next publish writes the index)", exc)
-    arrow = db.query_arrow(con, "queries/tenant_fact_vectors", user_id=user_id, model=model, dim=dim,
+    arrow = db.query_arrow(con, "queries/consolidate/tenant_fact_vectors", user_id=user_id, model=model, dim=dim,
                            keys_version=KEYS_VERSION)
     vecs = _vectors(arrow["embedding"], dim)
     return arrow.drop_columns(["embedding"]), FactSpace(n=arrow.num_rows, exact=vecs)

@@ -150,10 +150,10 @@ def find_pairs(ctx: StageContext, active: ActiveFacts, changed: set[str], thresh
 
 def store(con: db.Connection, ctx: StageContext, pairs: pl.DataFrame) -> None:
     """Keep this run's similar pairs for the merge stage (older runs' pairs are dropped)."""
-    db.execute(con, "queries/delete_old_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
+    db.execute(con, "queries/consolidate/delete_old_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
     if pairs.height:
         with db.registered(con, "incoming_pairs", pairs.to_arrow()):
-            db.execute(con, "queries/replace_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
+            db.execute(con, "queries/consolidate/replace_run_fact_pairs", user_id=ctx.user_id, run_id=ctx.run_id)
 
 
 def ensure_stored(ctx: StageContext, embedder: Embedder) -> None:
@@ -161,7 +161,7 @@ def ensure_stored(ctx: StageContext, embedder: Embedder) -> None:
     with ctx.open() as con:
         if completed_counts(con, ctx.run_id, ctx.user_id, "confidence") is not None:
             return
-        changed = {r[0] for r in db.rows(con, "queries/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
+        changed = {r[0] for r in db.rows(con, "queries/consolidate/run_new_facts", user_id=ctx.user_id, run_id=ctx.run_id)}
     found = find_pairs(ctx, active_facts(ctx, embedder), changed, ctx.settings.merge_threshold)
     judged = found.judged()
     with ctx.open() as con, db.transaction(con):

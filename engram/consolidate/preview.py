@@ -26,7 +26,7 @@ def preview_copy(store: Settings) -> Iterator[Settings]:
         src = Path(store.db_path)
         copy = tmp / src.name
         with db.open_store(store) as con:  # never creates a store that is not there (presence check)
-            db.execute(con, "queries/checkpoint")
+            db.execute(con, "queries/consolidate/checkpoint")
             shutil.copyfile(src, copy)
         indexes = Path(store.index_dir) if store.index_dir else Path(f"{src}.indexes")
         if indexes.is_dir():

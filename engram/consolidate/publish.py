@@ -13,7 +13,7 @@ def publish(ctx: StageContext, embedder: Embedder) -> StagePlan:
     """The index files are written to new names and switched atomically; the changes feed the run report."""
     embedded = drain(ctx.settings, embedder, "facts", ctx.user_id)
     with ctx.open() as con:
-        changes = db.query(con, "queries/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
+        changes = db.query(con, "queries/consolidate/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
         indexes = (write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id)
                    if ctx.settings.search_index else {})
     return StagePlan({"facts_embedded": embedded, "fact_changes": changes.height, "indexes": indexes},

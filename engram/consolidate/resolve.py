@@ -102,7 +102,7 @@ def load_facts(con: db.Connection, user_id: str, ids: set[str], now: datetime, r
     if not ids:
         return {}
     with db.registered(con, "review_fact_ids", _ids_table(ids)):
-        found = db.rows(con, "queries/review_subject_facts", user_id=user_id, now=now, rate=rate)
+        found = db.rows(con, "queries/consolidate/review_subject_facts", user_id=user_id, now=now, rate=rate)
     return {r[0]: SubjectFact(*r) for r in found}
 
 
@@ -111,13 +111,13 @@ def load_penalties(con: db.Connection, user_id: str, ids: set[str]) -> dict[tupl
     if not ids:
         return {}
     with db.registered(con, "review_fact_ids", _ids_table(ids)):
-        found = db.rows(con, "queries/review_penalties", user_id=user_id)
+        found = db.rows(con, "queries/consolidate/review_penalties", user_id=user_id)
     return {(f, r): (b, a, t) for f, r, b, a, t in found}
 
 
 def pending_cases(con: db.Connection, user_id: str, kinds: tuple[str, ...]) -> list[Case]:
     """The tenant's pending reviews of these kinds, oldest first."""
-    found = db.rows(con, "queries/review_pending", user_id=user_id, kinds=list(kinds))
+    found = db.rows(con, "queries/consolidate/review_pending", user_id=user_id, kinds=list(kinds))
     return [Case(r[0], r[1], tuple(r[2]), r[3], r[4], r[5]) for r in found]
 
 
@@ -243,7 +243,7 @@ def apply_decisions(con: db.Connection, settings: Settings, user_id: str, run_id
     if not items:
         return []
     with db.registered(con, "review_ids", _ids_table([c.review_id for c, _, _ in items])):
-        open_reviews = {i for i, s in db.rows(con, "queries/review_statuses", user_id=user_id)
+        open_reviews = {i for i, s in db.rows(con, "queries/consolidate/review_statuses", user_id=user_id)
                         if s in ("pending", "failed", "submitted")}
     ids = {f for c, _, _ in items for f in c.subject_ids}
     facts = load_facts(con, user_id, ids, now, settings.decay_rate)
@@ -330,7 +330,7 @@ def queue_contradiction(con: db.Connection, user_id: str, run_id: str, now: date
         ("reason", pa.string()), ("run_id", pa.string()), ("created_at", pa.timestamp("us")),
     ]))
     with db.registered(con, "incoming_reviews", table):
-        db.execute(con, "queries/queue_reviews")
+        db.execute(con, "queries/consolidate/queue_reviews")
 
 
 def record_outcomes(con: db.Connection, user_id: str, now: datetime, outcomes: list[Outcome]) -> None:
@@ -351,7 +351,7 @@ def record_outcomes(con: db.Connection, user_id: str, now: datetime, outcomes: l
         ("error", pa.string()), ("attempt_inc", pa.int64()),
     ]))
     with db.registered(con, "review_outcomes", table):
-        db.execute(con, "queries/review_record_outcomes", user_id=user_id, now=now)
+        db.execute(con, "queries/consolidate/review_record_outcomes", user_id=user_id, now=now)
 
 
 # ------------------------------------------------------------------ a person decides
@@ -363,7 +363,7 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
     """Apply one decision by a person through the same validation and audited apply path."""
     now = now or clock.now()
     with db.open_store(settings) as con, db.transaction(con):
-        found = db.rows(con, "queries/review_by_id", id=review_id, user_id=user_id)
+        found = db.rows(con, "queries/consolidate/review_by_id", id=review_id, user_id=user_id)
         if not found:
             raise InvalidInput(f"id: no review {review_id!r}" + (f" for user {user_id!r}" if user_id else ""))
         if len(found) > 1:
@@ -392,7 +392,7 @@ def list_reviews(settings: Settings, user_id: str | None = None, status: str | N
     """Reviews with the facts they are about (text, status, confidence now), oldest first."""
     now = now or clock.now()
     with db.open_store(settings, read_only=True) as con:
-        found = db.rows(con, "queries/review_list", user_id=user_id, status=status, kind=kind, limit=limit)
+        found = db.rows(con, "queries/consolidate/review_list", user_id=user_id, status=status, kind=kind, limit=limit)
         names = ("id", "user_id", "kind", "status", "subject_ids", "reason", "attempts", "error", "decided_by",
                  "decision", "created_at", "applied_at")
         out = [dict(zip(names, r, strict=True)) for r in found]

@@ -147,10 +147,10 @@ def tenants_with_work(store: Settings, as_of: datetime, run_id: str | None = Non
     every one of `stages` (queued reviews count only when an LLM can decide them)."""
     with db.open_store(store) as con:
         found = {r[0] for r in db.rows(
-            con, "queries/tenants_with_work", as_of=as_of, with_llm=store.llm != "none", rate=store.decay_rate,
+            con, "queries/consolidate/tenants_with_work", as_of=as_of, with_llm=store.llm != "none", rate=store.decay_rate,
             threshold=store.deprecate_below, retire_before=as_of - timedelta(days=store.retention_days))}
         if run_id is not None:
-            found |= {r[0] for r in db.rows(con, "queries/tenants_of_run", run_id=run_id, stages=list(stages))}
+            found |= {r[0] for r in db.rows(con, "queries/consolidate/tenants_of_run", run_id=run_id, stages=list(stages))}
     return sorted(found)
 
 

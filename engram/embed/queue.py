@@ -21,8 +21,8 @@ READ_ROWS = 2048  # pending rows read per store opening (see drain)
 PIECES = re.compile(r"\w+|[^\w\s]")  # words and punctuation marks: roughly a text's tokens
 
 QUEUES = {
-    "episodes": ("queries/pending_embed_episodes", "queries/store_episode_embeddings"),
-    "facts": ("queries/pending_embed_facts", "queries/store_fact_embeddings"),
+    "episodes": ("queries/embed/pending_embed_episodes", "queries/embed/store_episode_embeddings"),
+    "facts": ("queries/embed/pending_embed_facts", "queries/embed/store_fact_embeddings"),
 }
 
 

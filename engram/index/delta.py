@@ -40,7 +40,7 @@ def check_against_store(con: db.Connection, gen: Generation, table: str, user_id
     sample = check_sample(np.asarray(gen.arrays["rowids"]), np.asarray(gen.arrays["ids"]))
     if not sample:
         return
-    found = dict(db.rows(con, f"queries/index_check_{table}", user_id=user_id, row_ids=[r for r, _ in sample]))
+    found = dict(db.rows(con, f"queries/index/index_check_{table}", user_id=user_id, row_ids=[r for r, _ in sample]))
     # a sampled row deleted since the publish is normal (forget, archive); another row in its place is not
     if not found or any(found.get(rowid, id_) != id_ for rowid, id_ in sample):
         raise IndexUnusable(f"{table} index: stale (the store no longer holds its rows: recreated or compacted)")
@@ -52,11 +52,11 @@ def read_delta(con: db.Connection, gen: Generation, table: str, user_id: str, mo
     unembedded then) and their search columns, in the same order."""
     max_rowid = gen.manifest["max_rowid"]
     params = {"user_id": user_id, "model": model, "dim": dim}
-    rows = db.query_arrow(con, f"queries/query_index_delta_{table}", **params,
+    rows = db.query_arrow(con, f"queries/index/query_index_delta_{table}", **params,
                           max_rowid=-1 if max_rowid is None else max_rowid, covered=gen.covered)
     pending = [str(x) for x in gen.arrays["pending"]]
     if pending:  # a separate, rarer query: an id list in the same filter would make DuckDB read every row
-        earlier = db.query_arrow(con, f"queries/query_index_pending_{table}", **params, pending=pending)
+        earlier = db.query_arrow(con, f"queries/index/query_index_pending_{table}", **params, pending=pending)
         # an update can move a row to a new rowid: then it is in both sets, and counts once
         moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
         earlier = earlier.filter(pa.array(~moved))
@@ -68,7 +68,7 @@ def mask_deleted(con: db.Connection, index: PersistedTableIndex, table: str, use
     """Mask the generation's rows deleted from the store since it was written (the store counts fewer
     rows than the generation and the delta hold); IndexUnusable when the counts still disagree."""
     check_against_store(con, index.gen, table, user_id)  # rowids still name the same rows (no compaction)
-    live = np.asarray([r for (r,) in db.rows(con, f"queries/index_live_rowids_{table}", user_id=user_id,
+    live = np.asarray([r for (r,) in db.rows(con, f"queries/index/index_live_rowids_{table}", user_id=user_id,
                                                 max_rowid=-1 if index.gen.manifest["max_rowid"] is None
                                                 else index.gen.manifest["max_rowid"])], dtype=np.int64)
     base_rowids = np.asarray(index.gen.arrays["rowids"])

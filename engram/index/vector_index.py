@@ -225,7 +225,7 @@ def _neighbours(sessions: list[str | None], texts: list[str | None]) -> tuple[np
 def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
                 key: tuple = (), query: str | None = None, **params: Any) -> TableIndex:
     """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows)."""
-    arrow = db.query_arrow(con, query or f"queries/query_index_{table}", user_id=user_id, model=model, dim=dim,
+    arrow = db.query_arrow(con, query or f"queries/index/query_index_{table}", user_id=user_id, model=model, dim=dim,
                            **params)
     return index_of_rows(arrow, table, dim, signature, key)
 
@@ -262,13 +262,13 @@ def text_list(texts: pa.Array | None) -> list[str]:
 
 def table_signature(con: db.Connection, table: str, user_id: str) -> tuple:
     """(n, n_embedded, newest) of the tenant's rows of `table`: an index is current while it is unchanged."""
-    return tuple(db.rows(con, f"queries/query_signature_{table}", user_id=user_id)[0])
+    return tuple(db.rows(con, f"queries/index/query_signature_{table}", user_id=user_id)[0])
 
 
 def unit_signatures(con: db.Connection, user_id: str) -> dict[str, tuple]:
     """The episodes' and facts' signatures of the tenant, read in one round trip: the two named
     signature queries side by side (one definition of each signature)."""
-    episodes, facts = (db.sql(f"queries/query_signature_{t}") for t in ("episodes", "facts"))
+    episodes, facts = (db.sql(f"queries/index/query_signature_{t}") for t in ("episodes", "facts"))
     row = con.execute(f"select * from (\n{episodes}\n) as e, (\n{facts}\n) as f", {"user_id": user_id}).fetchall()[0]
     return {"episodes": tuple(row[:3]), "facts": tuple(row[3:])}
 

@@ -102,9 +102,9 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
     # taken before the snapshot: an update committed after it sets a later changed_at
     read_at = datetime.now(UTC).replace(tzinfo=None)
     with db.transaction(con):  # one snapshot: the rows, their columns and both watermarks agree
-        max_rowid = db.rows(con, f"queries/index_max_rowid_{table}")[0][0]
+        max_rowid = db.rows(con, f"queries/index/index_max_rowid_{table}")[0][0]
         index = build_index(con, table, user_id, model, dim, signature)
-        columns = db.query_arrow(con, f"queries/index_columns_{table}", user_id=user_id)
+        columns = db.query_arrow(con, f"queries/index/index_columns_{table}", user_id=user_id)
     newest_update = pc.max(columns["changed_at"]).as_py() if columns.num_rows else None
     # readers read again the rows updated after this: the newest update in the snapshot (one statement
     # gives every row it updates the same time, so `after`, not `from`, keeps a night's last stage out of

@@ -13,11 +13,11 @@ def record_run_usage(con: db.Connection, run_id: str, user_id: str, stage: str, 
     """Add a stage's LLM calls, tokens and cost to its runs row (created with `status` if absent)."""
     if usage.requests == 0:
         return
-    db.execute(con, "queries/record_run_usage", run_id=run_id, user_id=user_id, stage=stage, status=status, now=now,
+    db.execute(con, "queries/llm/record_run_usage", run_id=run_id, user_id=user_id, stage=stage, status=status, now=now,
                llm_calls=usage.requests, input_tokens=usage.input_tokens,
                output_tokens=usage.output_tokens, cost_usd=usage.cost_usd)
 
 
 def run_tokens_spent(con: db.Connection, run_id: str, user_id: str) -> int:
     """Tokens this run already spent on the tenant, over all its stages."""
-    return int(db.rows(con, "queries/run_llm_tokens", run_id=run_id, user_id=user_id)[0][0])
+    return int(db.rows(con, "queries/llm/run_llm_tokens", run_id=run_id, user_id=user_id)[0][0])

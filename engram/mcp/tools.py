@@ -349,7 +349,7 @@ def _stats(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
     from engram.store import db
 
     with db.open_store(ctx.settings) as con:
-        rows = db.rows(con, "queries/stats", user_id=ctx.user_id)
+        rows = db.rows(con, "queries/store/stats", user_id=ctx.user_id)
     counts = [{"table": t, "status": st, "n": int(n)} for t, _u, st, n in rows]
     totals: dict[str, int] = {}
     for c in counts:

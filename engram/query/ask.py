@@ -98,10 +98,10 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
     started = time.perf_counter()
     now = clock.now()
     session_id = session or f"ask_{uuid.uuid4().hex[:20]}"
-    db.execute(con, "queries/query_ask_create_session", user_id=user_id, session_id=session_id, now=now)
-    _, n_done, summary, summary_through = db.rows(con, "queries/query_ask_session", user_id=user_id,
+    db.execute(con, "queries/query/query_ask_create_session", user_id=user_id, session_id=session_id, now=now)
+    _, n_done, summary, summary_through = db.rows(con, "queries/query/query_ask_session", user_id=user_id,
                                                   session_id=session_id)[0]
-    history = db.rows(con, "queries/query_ask_exchanges_since", user_id=user_id, session_id=session_id,
+    history = db.rows(con, "queries/query/query_ask_exchanges_since", user_id=user_id, session_id=session_id,
                       after=summary_through)
     sources = gather_context(con, settings, embedder, query, user_id, context_tokens)
     reply = None
@@ -124,7 +124,7 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
         new_summary = rolling_summary(summary, history + [(seq, query, verdict["answer"], verdict["refused"])])
     with db.transaction(con):
         db.execute(
-            con, "queries/query_ask_insert_exchange", id=exchange_id, user_id=user_id, session_id=session_id,
+            con, "queries/query/query_ask_insert_exchange", id=exchange_id, user_id=user_id, session_id=session_id,
             seq=seq, query=query, answer=verdict["answer"], refused=verdict["refused"], reason=verdict["reason"],
             sources=[s["id"] for s in verdict["sources"]], confidence=verdict["confidence"],
             coverage=verdict["coverage"], input_tokens=reply.input_tokens if reply else 0,
@@ -132,7 +132,7 @@ def _ask(con, settings, llm, embedder, query, session, user_id, context_tokens) 
             cost_usd=reply.cost_usd if reply else 0.0, prompt_hash=reply.prompt_hash if reply else None,
             model=reply.model if reply else None, now=now,
         )
-        db.execute(con, "queries/query_ask_update_session", user_id=user_id, session_id=session_id, n=seq,
+        db.execute(con, "queries/query/query_ask_update_session", user_id=user_id, session_id=session_id, n=seq,
                    summary=new_summary, summary_through=seq, now=now)
     log.info("ask: session exchange %d, refused=%s, %d source(s)", seq, verdict["refused"], len(verdict["sources"]))
     return verdict | {

@@ -22,9 +22,9 @@ COLUMNS = {
                     "eligible"),
 }
 CANDIDATE_QUERIES = {
-    "episodes": "queries/query_episode_candidates",
-    "facts": "queries/query_fact_candidates",
-    "kg_entities": "queries/query_kg_entity_candidates",
+    "episodes": "queries/query/query_episode_candidates",
+    "facts": "queries/query/query_fact_candidates",
+    "kg_entities": "queries/query/query_kg_entity_candidates",
 }
 # Tables whose candidate query leaves text (and content_hash) null: the index supplies the text
 TEXT_FROM_INDEX = ("episodes", "facts")

@@ -16,14 +16,14 @@ def explain_fact(settings: Settings, user_id: str, fact_id: str, read_only: bool
     """Everything that explains the fact's current text, confidence and status."""
     user_id = normalise_user_id(user_id)
     with db.open_store(for_tenant(settings, user_id), read_only=read_only) as con:
-        fact = db.query(con, "queries/explain_fact", user_id=user_id, fact_id=fact_id)
+        fact = db.query(con, "queries/query/explain_fact", user_id=user_id, fact_id=fact_id)
         if fact.height == 0:
             raise InvalidInput(f"fact_id: unknown fact {fact_id!r} for tenant {user_id!r}")
         return {
             "fact": fact.to_dicts()[0],
-            "events": db.query(con, "queries/explain_fact_events", user_id=user_id, fact_id=fact_id).to_dicts(),
-            "sources": db.query(con, "queries/explain_fact_sources", user_id=user_id, fact_id=fact_id).to_dicts(),
-            "merged_in": db.query(con, "queries/facts_merged_into", user_id=user_id, fact_id=fact_id).to_dicts(),
+            "events": db.query(con, "queries/query/explain_fact_events", user_id=user_id, fact_id=fact_id).to_dicts(),
+            "sources": db.query(con, "queries/query/explain_fact_sources", user_id=user_id, fact_id=fact_id).to_dicts(),
+            "merged_in": db.query(con, "queries/query/facts_merged_into", user_id=user_id, fact_id=fact_id).to_dicts(),
         }
 
 

@@ -93,11 +93,11 @@ def _run(con, settings, embedder, qvec, content, top_k, sim_thresh, stage_kg, co
     with db.transaction(con):  # save, staging and removal marks land together or not at all
         if summary_table is not None:
             with db.registered(con, "incoming_episodes", summary_table):
-                db.execute(con, "queries/insert_episodes")
+                db.execute(con, "queries/store/insert_episodes")
         if stage_kg:
             staged = _stage(con, user_id, extraction, max_nodes, max_edges, confidence_min)
         if mark and sources:
-            marked = [r[0] for r in db.rows(con, "queries/query_mark_removal", user_id=user_id,
+            marked = [r[0] for r in db.rows(con, "queries/query/query_mark_removal", user_id=user_id,
                                              ids=[s["thought_id"] for s in sources])]
     log.info("inner_voice: %d source(s), saved=%s, staged=%s, marked=%d", len(sources), bool(saved_id), staged,
              len(marked))

@@ -66,7 +66,7 @@ WINDOW_CAP = 20_000
 # A window holding more rows than WINDOW_CAP contributes the best of the BROAD_POOL rows nearest the
 # query (1M facts: 5 ms for 500, 16 ms for 1,000; scoring the 20,000 capped rows one by one took ~150 ms).
 BROAD_POOL = 500
-WINDOW_SQL = {"episodes": "queries/episode_ids_in_window", "facts": "queries/fact_ids_in_window"}
+WINDOW_SQL = {"episodes": "queries/query/episode_ids_in_window", "facts": "queries/query/fact_ids_in_window"}
 # The first question of a process that names a time loads the date parser (~0.5 s): on this thread while
 # the query is embedded (a one-shot `engram search "... last week"`: ~0.2 s sooner to its answer).
 _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-dates")
@@ -234,7 +234,7 @@ def _search_units(
     signatures = unit_signatures(con, f.user_id)  # one round trip checks both indexes
     episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows,
                            signature=signatures["episodes"])
-    links = db.rows(con, "queries/facts_of_episodes", user_id=f.user_id,
+    links = db.rows(con, "queries/query/facts_of_episodes", user_id=f.user_id,
                     episode_ids=[h.id for h in episodes]) if episodes else []
     facts_of: dict[str, list[str]] = defaultdict(list)
     has_current: set[str] = set()

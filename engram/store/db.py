@@ -140,8 +140,8 @@ def registered(con: Connection, name: str, frame: pl.DataFrame | pa.Table) -> It
 
 def migrate(con: Connection) -> list[str]:
     """Apply sql/schema/*.sql in order (idempotent DDL), record versions, refresh views."""
-    execute(con, "queries/create_schema_migrations")
-    applied = {v for (v,) in rows(con, "queries/applied_migrations")}
+    execute(con, "queries/store/create_schema_migrations")
+    applied = {v for (v,) in rows(con, "queries/store/applied_migrations")}
     newly: list[str] = []
     for path in sorted((SQL_DIR / "schema").glob("*.sql")):
         text = path.read_text()
@@ -149,7 +149,7 @@ def migrate(con: Connection) -> list[str]:
             con.execute(text)  # files are idempotent, so re-running an applied one is harmless
             if path.stem not in applied:
                 checksum = hashlib.sha256(text.encode()).hexdigest()
-                execute(con, "queries/record_migration", version=path.stem, checksum=checksum)
+                execute(con, "queries/store/record_migration", version=path.stem, checksum=checksum)
                 newly.append(path.stem)
     for path in sorted((SQL_DIR / "views").glob("*.sql")):
         con.execute(path.read_text())
@@ -305,7 +305,7 @@ def schema_is_current(con: Connection, key: str) -> bool:
     if key in _migrated or key in _current_schema:
         return True
     try:
-        applied = {v for (v,) in rows(con, "queries/applied_migrations")}
+        applied = {v for (v,) in rows(con, "queries/store/applied_migrations")}
     except duckdb.CatalogException:  # no schema_migrations table: a store older than migrations
         return False
     current = all(p.stem in applied for p in (SQL_DIR / "schema").glob("*.sql"))

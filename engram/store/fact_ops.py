@@ -104,11 +104,11 @@ def apply_changes(
     if frame.height == 0:
         return 0
     with db.registered(con, "fact_changes", frame.to_arrow()):
-        missing = db.rows(con, "queries/fact_changes_unknown_ids", user_id=user_id)
+        missing = db.rows(con, "queries/store/fact_changes_unknown_ids", user_id=user_id)
         if missing:
             raise InvalidInput(f"fact_id: unknown for tenant {user_id}: {[m[0] for m in missing[:5]]}")
-        db.execute(con, "queries/insert_fact_events_from_changes", user_id=user_id, run_id=run_id, now=now)
-        db.execute(con, "queries/update_facts_from_changes", user_id=user_id, now=now)
+        db.execute(con, "queries/store/insert_fact_events_from_changes", user_id=user_id, run_id=run_id, now=now)
+        db.execute(con, "queries/store/update_facts_from_changes", user_id=user_id, now=now)
     return frame.height
 
 
@@ -127,7 +127,7 @@ def add_sources(con: db.Connection, user_id: str, run_id: str, sources: pl.DataF
         pl.lit(run_id).alias("run_id"),
     )
     with db.registered(con, "incoming_sources", frame.to_arrow()):
-        db.execute(con, "queries/insert_fact_sources")
+        db.execute(con, "queries/store/insert_fact_sources")
 
 
 def merge(
@@ -147,8 +147,8 @@ def merge(
         raise InvalidInput("fact_id: a fact cannot be merged into itself")
     losers = pl.DataFrame({"loser_id": list(loser_ids)}, schema={"loser_id": pl.String})
     with db.registered(con, "merge_losers", losers.to_arrow()):
-        db.execute(con, "queries/copy_sources_to_winner", user_id=user_id, winner_id=winner_id, run_id=run_id)
-        gained = db.rows(con, "queries/loser_evidence_total", user_id=user_id)[0][0] or 0
+        db.execute(con, "queries/store/copy_sources_to_winner", user_id=user_id, winner_id=winner_id, run_id=run_id)
+        gained = db.rows(con, "queries/store/loser_evidence_total", user_id=user_id)[0][0] or 0
     changes = [
         FactChange(loser, "merged", reason, status="merged_into", merged_into_id=winner_id,
                    related_fact_id=winner_id)
@@ -164,7 +164,7 @@ def merge(
 
 def revert_run(con: db.Connection, user_id: str, run_id: str, now: datetime) -> int:
     """Undo every fact change a run made (confidence, status, merge pointer, valid_to), newest first; audited."""
-    events = db.rows(con, "queries/fact_events_of_run", user_id=user_id, run_id=run_id)
+    events = db.rows(con, "queries/store/fact_events_of_run", user_id=user_id, run_id=run_id)
     reverted = 0
     revert_run_id = f"revert-{run_id}"
     for fact_id, action, conf_before, status_before in events:
@@ -177,8 +177,8 @@ def revert_run(con: db.Connection, user_id: str, run_id: str, now: datetime) -> 
             )
         apply_changes(con, user_id, f"{revert_run_id}-{reverted}", [change], now)
         if action == "merged" and status_before != "merged_into":
-            db.execute(con, "queries/clear_merge_pointer", user_id=user_id, fact_id=fact_id)
+            db.execute(con, "queries/store/clear_merge_pointer", user_id=user_id, fact_id=fact_id)
         if action == "superseded" and status_before != "superseded":
-            db.execute(con, "queries/clear_valid_to", user_id=user_id, fact_id=fact_id)
+            db.execute(con, "queries/store/clear_valid_to", user_id=user_id, fact_id=fact_id)
         reverted += 1
     return reverted

@@ -370,7 +370,7 @@ def _stored_ids_sharing_a_natural_key(con: db.Connection, rows: list[dict[str, A
     """(user_id, id) already stored, of the explicit ids whose natural key a record without id shares."""
     without_id = {natural_key(r) for r in rows if not r["id_given"]}
     probe = sorted({r["id"] for r in rows if r["id_given"] and natural_key(r) in without_id})
-    return {(u, i) for u, i in db.rows(con, "queries/episode_ids_stored", ids=probe)} if probe else set()
+    return {(u, i) for u, i in db.rows(con, "queries/store/episode_ids_stored", ids=probe)} if probe else set()
 
 
 def _id_conflicts_in_batch(rows: list[dict[str, Any]], numbers: list[int]) -> list[RowError]:
@@ -425,17 +425,17 @@ def _insert(
     table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
     # registered outside the transaction: unregistering inside an aborted one would mask the error
     with db.registered(con, "incoming_episodes", table), db.transaction(con):
-        conflicts = {i for (i,) in db.rows(con, "queries/episode_id_conflicts")}
+        conflicts = {i for (i,) in db.rows(con, "queries/store/episode_id_conflicts")}
         if conflicts:
             errors = [RowError(n, "id", f"{r['id']!r} is already stored with different content")
                       for n, r in numbered if r["id_given"] and r["id"] in conflicts]
             if not skip_invalid:
                 raise IngestRejected(errors)
             result.invalid.extend(errors)
-        before = db.rows(con, "queries/count_episodes")[0][0]
-        db.execute(con, "queries/insert_episodes")
-        after = db.rows(con, "queries/count_episodes")[0][0]
-        renamed = dict(db.rows(con, "queries/episode_ids_stored_under_other_id"))
+        before = db.rows(con, "queries/store/count_episodes")[0][0]
+        db.execute(con, "queries/store/insert_episodes")
+        after = db.rows(con, "queries/store/count_episodes")[0][0]
+        renamed = dict(db.rows(con, "queries/store/episode_ids_stored_under_other_id"))
     result.inserted = after - before
     ids: list[str] = []
     for key in keys:

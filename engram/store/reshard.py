@@ -47,17 +47,17 @@ def _with_table(name: str, table: str, known: list[str]) -> str:
 
 def tenant_tables(con: db.Connection) -> list[str]:
     """Every table of the open store with a user_id column."""
-    return [r[0] for r in db.rows(con, "queries/shard_tenant_tables")]
+    return [r[0] for r in db.rows(con, "queries/store/shard_tenant_tables")]
 
 
 def _tenants(con: db.Connection, tables: list[str], prefix: str = "") -> set[str]:
-    return {u for t in tables for (u,) in db.rows(con, "queries/shard_table_tenants", table=prefix + t)}
+    return {u for t in tables for (u,) in db.rows(con, "queries/store/shard_table_tenants", table=prefix + t)}
 
 
 def _digests(con: db.Connection, tables: list[str], users: list[str], prefix: str = "") -> dict[tuple[str, str], tuple[int, str]]:
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for t in tables:
-        for u, n, digest in db.rows(con, "queries/shard_tenant_digest", table=prefix + t, user_ids=users):
+        for u, n, digest in db.rows(con, "queries/store/shard_tenant_digest", table=prefix + t, user_ids=users):
             out[(t, u)] = (int(n), digest)
     return out
 
@@ -154,24 +154,24 @@ def move_tenants(src: Settings, dst: Settings, users: list[str]) -> dict[str, in
         missing = sorted(set(tables) - set(tenant_tables(con)))
         if missing:
             raise StoreError(f"target shard {dst.db_path} lacks tables {missing}")
-        db.execute(con, "queries/shard_attach_source", path=str(src.db_path))
+        db.execute(con, "queries/store/shard_attach_source", path=str(src.db_path))
         try:
             with db.transaction(con):
                 for t in tables:  # replace what a crashed run may have copied already: no duplicates
-                    con.execute(_with_table("queries/shard_delete_tenants", t, tables), {"user_ids": users})
-                    con.execute(_with_table("queries/shard_copy_tenants", t, tables),
+                    con.execute(_with_table("queries/store/shard_delete_tenants", t, tables), {"user_ids": users})
+                    con.execute(_with_table("queries/store/shard_copy_tenants", t, tables),
                                 {"source": f"{SOURCE}.{t}", "user_ids": users})
             before = _digests(con, tables, users, prefix=f"{SOURCE}.")
             after = _digests(con, tables, users)
         finally:
-            db.execute(con, "queries/shard_detach_source")
+            db.execute(con, "queries/store/shard_detach_source")
     if before != after:
         bad = sorted({k for k in set(before) | set(after) if before.get(k) != after.get(k)})
         raise StoreError(f"reshard verification failed for {len(bad)} (table, tenant) pair(s), e.g. {bad[0]}; "
                          f"the source rows were kept")
     with db.open_store(src) as con, db.transaction(con):
         for t in tables:
-            con.execute(_with_table("queries/shard_delete_tenants", t, tables), {"user_ids": users})
+            con.execute(_with_table("queries/store/shard_delete_tenants", t, tables), {"user_ids": users})
     moved: dict[str, int] = defaultdict(int)
     for (t, _u), (count, _digest) in before.items():
         moved[t] += count
@@ -187,7 +187,7 @@ def _remove_empty_sources(settings: Settings, n: int, to: int) -> list[str]:
         if path in keep or not path.exists():
             continue
         with db.open_store(_source_settings(settings, k, n)) as con:
-            left = sum(db.rows(con, "queries/shard_table_rows", table=t)[0][0] for t in tenant_tables(con))
+            left = sum(db.rows(con, "queries/store/shard_table_rows", table=t)[0][0] for t in tenant_tables(con))
         if left:
             log.warning("reshard: old shard %d/%d still holds %d row(s); kept", k, n, left)
             continue
@@ -208,6 +208,6 @@ def layout(settings: Settings) -> list[dict[str, Any]]:
         if entry["exists"]:
             with db.open_store(s, read_only=True) as con:
                 entry["tenants"] = len(_tenants(con, tenant_tables(con)))
-                entry["episodes"] = db.rows(con, "queries/shard_table_rows", table="episodes")[0][0]
+                entry["episodes"] = db.rows(con, "queries/store/shard_table_rows", table="episodes")[0][0]
         out.append(entry)
     return out

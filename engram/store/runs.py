@@ -36,7 +36,7 @@ def holder_id() -> str:
 
 def completed_counts(con: db.Connection, run_id: str, user_id: str, stage: str) -> dict[str, Any] | None:
     """The counts of a stage this run already completed for the tenant, else None."""
-    found = db.rows(con, "queries/stage_run", run_id=run_id, user_id=user_id, stage=stage)
+    found = db.rows(con, "queries/store/stage_run", run_id=run_id, user_id=user_id, stage=stage)
     if found and found[0][0] == "completed":
         return json.loads(found[0][1]) if found[0][1] else {}
     return None
@@ -61,8 +61,8 @@ def record_stage(
                duration_ms=(finished - started_at).total_seconds() * 1000, error=error)
     # the first record of a stage (most of them) is one statement; an update only when a row was there
     # (a failed attempt, or LLM usage recorded while the stage ran)
-    if not db.rows(con, "queries/insert_stage_run_if_absent", **row)[0][0]:
-        db.execute(con, "queries/update_stage_run", **row)
+    if not db.rows(con, "queries/store/insert_stage_run_if_absent", **row)[0][0]:
+        db.execute(con, "queries/store/update_stage_run", **row)
 
 
 def _holder_is_dead(holder: str) -> bool:
@@ -81,18 +81,18 @@ def _holder_is_dead(holder: str) -> bool:
 
 def _take_lease(con: db.Connection, user_id: str, run_id: str, holder: str, now: datetime, ttl: timedelta) -> bool:
     """Take the tenant's lease in one statement; False when another live holder has it."""
-    return bool(db.rows(con, "queries/take_lease", user_id=user_id, run_id=run_id, holder=holder,
+    return bool(db.rows(con, "queries/store/take_lease", user_id=user_id, run_id=run_id, holder=holder,
                         now=now, expires_at=now + ttl))
 
 
 def _take_over_dead(con: db.Connection, user_id: str, run_id: str, holder: str, now: datetime,
                     ttl: timedelta) -> bool:
     """Take the lease from a holder that was killed on this host (kill -9, OOM): its lease is void."""
-    current = db.rows(con, "queries/lease_holder", user_id=user_id)
+    current = db.rows(con, "queries/store/lease_holder", user_id=user_id)
     if not current or not _holder_is_dead(current[0][0]):
         return False
     with db.transaction(con):
-        db.execute(con, "queries/release_lease", user_id=user_id, holder=current[0][0])
+        db.execute(con, "queries/store/release_lease", user_id=user_id, holder=current[0][0])
         return _take_lease(con, user_id, run_id, holder, now, ttl)
 
 
@@ -104,13 +104,13 @@ def tenant_lease(settings: Any, user_id: str, run_id: str, ttl: timedelta = time
     with db.open_store(settings) as con:
         if not _take_lease(con, user_id, run_id, holder, now, ttl) and not _take_over_dead(
                 con, user_id, run_id, holder, now, ttl):
-            other = (db.rows(con, "queries/lease_holder", user_id=user_id) or [("?", "?", "?")])[0]
+            other = (db.rows(con, "queries/store/lease_holder", user_id=user_id) or [("?", "?", "?")])[0]
             raise LeaseHeld(f"tenant {user_id} is being consolidated by {other[0]} (run {other[1]}) until {other[2]}")
     try:
         yield
     finally:
         with db.open_store(settings) as con:
-            db.execute(con, "queries/release_lease", user_id=user_id, holder=holder)
+            db.execute(con, "queries/store/release_lease", user_id=user_id, holder=holder)
 
 
 def error_text(exc: BaseException, limit: int = 2000) -> str:
@@ -135,4 +135,4 @@ def record_failure(settings: Any, run_id: str, user_id: str, stage: str, as_of: 
 def recorded_stages(con: db.Connection, run_id: str, user_id: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each stage this run already recorded for the tenant: stage -> (status, counts)."""
     return {stage: (status, json.loads(counts) if counts else {})
-            for stage, status, counts in db.rows(con, "queries/tenant_run_stages", run_id=run_id, user_id=user_id)}
+            for stage, status, counts in db.rows(con, "queries/store/tenant_run_stages", run_id=run_id, user_id=user_id)}

@@ -19,13 +19,13 @@ def unknown_tenant_hint(settings: Any, user_id: str, limit: int = 20) -> str | N
     own = for_tenant(settings, user_id)
     if Path(own.db_path).is_file():
         with db.open_store(own, read_only=True) as con:
-            if db.rows(con, "queries/tenant_episode_count", user_id=user_id)[0][0]:
+            if db.rows(con, "queries/store/tenant_episode_count", user_id=user_id)[0][0]:
                 return None
     tenants: list[tuple[str, int]] = []
     for shard in all_shard_settings(settings, existing_only=True):
         if Path(shard.db_path).is_file():
             with db.open_store(shard, read_only=True) as con:
-                tenants += db.rows(con, "queries/tenant_list", limit=limit + 1)
+                tenants += db.rows(con, "queries/store/tenant_list", limit=limit + 1)
     tenants.sort()
     if not tenants:
         return f"tenant {user_id!r} has no episodes, and the store has no tenant yet (add episodes: engram ingest FILE)"

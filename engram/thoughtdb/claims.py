@@ -42,14 +42,14 @@ def list_claims(
         choice(claim_type, CLAIM_TYPES, "claim_type")
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
-    frame = db.query(con, "queries/thought_claims_list", user_id=user_id, status=status,
+    frame = db.query(con, "queries/thoughtdb/thought_claims_list", user_id=user_id, status=status,
                      claim_type=claim_type, include_private=include_private, limit=limit)
     return frame.to_dicts()
 
 
 def get_claim(con: db.Connection, user_id: str, claim_id: str, include_private: bool = True) -> dict[str, Any]:
     """One claim as stored (no redirect); InvalidInput naming claim_id if the tenant has none."""
-    frame = db.query(con, "queries/thought_claim_get", user_id=user_id, id=claim_id, include_private=include_private)
+    frame = db.query(con, "queries/thoughtdb/thought_claim_get", user_id=user_id, id=claim_id, include_private=include_private)
     if frame.height == 0:
         raise InvalidInput(f"claim_id: unknown claim {claim_id!r} for tenant {user_id}")
     return frame.to_dicts()[0]
@@ -59,7 +59,7 @@ def resolve(con: db.Connection, user_id: str, claim_id: str) -> list[str]:
     """The redirect chain from claim_id to its canonical claim (same_as edges, merged_into pointers)."""
     chain = [claim_id]
     while len(chain) <= MAX_REDIRECTS:
-        found = db.rows(con, "queries/thought_redirects", user_id=user_id, ids=[chain[-1]])
+        found = db.rows(con, "queries/thoughtdb/thought_redirects", user_id=user_id, ids=[chain[-1]])
         if not found:
             return chain
         target = found[0][1]
@@ -77,7 +77,7 @@ def show_claim(
     chain = resolve(con, user_id, claim_id) if follow else [claim_id]
     claim = get_claim(con, user_id, chain[-1], include_private=include_private)
     claim["redirected_from"] = chain[:-1]
-    claim["history"] = db.query(con, "queries/thought_claim_history", user_id=user_id,
+    claim["history"] = db.query(con, "queries/thoughtdb/thought_claim_history", user_id=user_id,
                                 fact_id=claim["id"]).to_dicts()
     return claim
 
@@ -90,7 +90,7 @@ def _live(claim: dict[str, Any], field: str) -> None:
 def _edge(con: db.Connection, user_id: str, edge_type: str, from_id: str, to_id: str,
           refs: Sequence[str], now: datetime) -> str:
     edge_id = new_id("edge", user_id, edge_type, from_id, to_id)
-    db.execute(con, "queries/thought_insert_edge", id=edge_id, user_id=user_id, edge_type=edge_type,
+    db.execute(con, "queries/thoughtdb/thought_insert_edge", id=edge_id, user_id=user_id, edge_type=edge_type,
                from_id=from_id, to_id=to_id, source_refs=sorted(set(refs)), now=now)
     return edge_id
 
@@ -128,18 +128,18 @@ def supersede_claim(
             raise InvalidInput("valid_from: must be after the superseded claim's valid_from")
         refs = check_source_refs(con, user_id, source_refs, required=not old["source_refs"])
         new_claim_id = new_id("fact", user_id, "supersede", old["id"], content_hash(text))
-        db.execute(con, "queries/thought_insert_claim", id=new_claim_id, user_id=user_id, text=text,
+        db.execute(con, "queries/thoughtdb/thought_insert_claim", id=new_claim_id, user_id=user_id, text=text,
                    claim_type=ctype, category=old["category"], confidence=conf, asserted_at=now,
                    valid_from=start, content_hash=content_hash(text), visibility=old["visibility"],
                    is_private=old["is_private"], scope=old["scope"], run_id=run_id, now=now)
-        db.execute(con, "queries/thought_insert_claim_created_event",
+        db.execute(con, "queries/thoughtdb/thought_insert_claim_created_event",
                    id=new_id("ev", user_id, run_id, new_claim_id, "created"), user_id=user_id,
                    fact_id=new_claim_id, run_id=run_id, confidence=conf, related_fact_id=old["id"],
                    reason=reason, now=now)
-        db.execute(con, "queries/thought_copy_claim_sources", user_id=user_id, from_id=old["id"],
+        db.execute(con, "queries/thoughtdb/thought_copy_claim_sources", user_id=user_id, from_id=old["id"],
                    to_id=new_claim_id, run_id=run_id)
         if refs:
-            db.execute(con, "queries/thought_add_claim_sources", user_id=user_id, fact_id=new_claim_id,
+            db.execute(con, "queries/thoughtdb/thought_add_claim_sources", user_id=user_id, fact_id=new_claim_id,
                        episode_ids=refs, run_id=run_id)
         close = start if old["valid_to"] is None or old["valid_to"] > start else None
         apply_changes(con, user_id, run_id, [FactChange(

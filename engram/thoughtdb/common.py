@@ -43,7 +43,7 @@ def check_source_refs(
     if required and not clean:
         raise InvalidInput(f"{field}: at least one episode id is required")
     if clean:
-        unknown = [r for (r,) in db.rows(con, "queries/thought_unknown_episodes", user_id=user_id, ids=clean)]
+        unknown = [r for (r,) in db.rows(con, "queries/thoughtdb/thought_unknown_episodes", user_id=user_id, ids=clean)]
         if unknown:
             raise InvalidInput(f"{field}: unknown episode id(s) for tenant {user_id}: {unknown[:10]}")
     return clean
@@ -53,7 +53,7 @@ def items(con: db.Connection, user_id: str, ids: Sequence[str], include_private:
     """What each id is (claim | node | event) with label, status and validity; unknown ids are absent."""
     if not ids:
         return {}
-    frame = db.query(con, "queries/thought_items", user_id=user_id, ids=list(ids), include_private=include_private)
+    frame = db.query(con, "queries/thoughtdb/thought_items", user_id=user_id, ids=list(ids), include_private=include_private)
     out: dict[str, dict] = {}
     for row in frame.iter_rows(named=True):
         out.setdefault(row["id"], row)  # ids are unique per table; a clash resolves claim < event < node

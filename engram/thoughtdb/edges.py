@@ -54,16 +54,16 @@ def create_edge(
                 raise InvalidInput(f"{field}: unknown id {value!r} (no claim, node or event of tenant {user_id})")
         refs = check_source_refs(con, user_id, source_refs)
         edge_id = new_id("edge", user_id, edge_type, from_id, to_id)
-        if db.query(con, "queries/thought_edge_get", user_id=user_id, id=edge_id).height:
+        if db.query(con, "queries/thoughtdb/thought_edge_get", user_id=user_id, id=edge_id).height:
             raise InvalidInput(f"edge_type: a {edge_type} edge {from_id} -> {to_id} already exists: {edge_id}")
-        db.execute(con, "queries/thought_insert_edge", id=edge_id, user_id=user_id, edge_type=edge_type,
+        db.execute(con, "queries/thoughtdb/thought_insert_edge", id=edge_id, user_id=user_id, edge_type=edge_type,
                    from_id=from_id, to_id=to_id, source_refs=refs, now=now)
     return edge_id
 
 
 def get_edge(con: db.Connection, user_id: str, edge_id: str) -> dict[str, Any]:
     """One edge; InvalidInput naming edge_id if the tenant has none."""
-    frame = db.query(con, "queries/thought_edge_get", user_id=user_id, id=edge_id)
+    frame = db.query(con, "queries/thoughtdb/thought_edge_get", user_id=user_id, id=edge_id)
     if frame.height == 0:
         raise InvalidInput(f"edge_id: unknown edge {edge_id!r} for tenant {user_id}")
     return frame.to_dicts()[0]
@@ -84,5 +84,5 @@ def list_edges(
         choice(edge_type, EDGE_TYPES, "edge_type")
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
-    return db.query(con, "queries/thought_edges_list", user_id=user_id, edge_type=edge_type, from_id=from_id,
+    return db.query(con, "queries/thoughtdb/thought_edges_list", user_id=user_id, edge_type=edge_type, from_id=from_id,
                     to_id=to_id, status=status, limit=limit).to_dicts()

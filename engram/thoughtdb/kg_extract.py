@@ -377,8 +377,8 @@ def stage_candidates(
     n_entities = n_edges = 0
     if entity_rows:
         with db.registered(con, "incoming_kg_entities", pa.Table.from_pylist(entity_rows, schema=_ENTITY_SCHEMA)):
-            n_entities = int(db.rows(con, "queries/thought_stage_kg_entity_candidates")[0][0])
+            n_entities = int(db.rows(con, "queries/thoughtdb/thought_stage_kg_entity_candidates")[0][0])
     if edge_rows:
         with db.registered(con, "incoming_kg_edges", pa.Table.from_pylist(edge_rows, schema=_EDGE_SCHEMA)):
-            n_edges = int(db.rows(con, "queries/thought_stage_kg_edge_candidates")[0][0])
+            n_edges = int(db.rows(con, "queries/thoughtdb/thought_stage_kg_edge_candidates")[0][0])
     return n_entities, n_edges

@@ -38,16 +38,16 @@ def list_candidates(
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
     return {
-        "entities": db.query(con, "queries/thought_kg_entity_candidates_list", user_id=user_id, status=status,
+        "entities": db.query(con, "queries/thoughtdb/thought_kg_entity_candidates_list", user_id=user_id, status=status,
                              limit=limit).to_dicts(),
-        "edges": db.query(con, "queries/thought_kg_edge_candidates_list", user_id=user_id, status=status,
+        "edges": db.query(con, "queries/thoughtdb/thought_kg_edge_candidates_list", user_id=user_id, status=status,
                           limit=limit).to_dicts(),
     }
 
 
 def _load(con: db.Connection, user_id: str, ids: list[str]) -> tuple[list[dict], list[dict]]:
-    ents = db.query(con, "queries/thought_kg_entity_candidates_by_ids", user_id=user_id, ids=ids).to_dicts()
-    edges = db.query(con, "queries/thought_kg_edge_candidates_by_ids", user_id=user_id, ids=ids).to_dicts()
+    ents = db.query(con, "queries/thoughtdb/thought_kg_entity_candidates_by_ids", user_id=user_id, ids=ids).to_dicts()
+    edges = db.query(con, "queries/thoughtdb/thought_kg_edge_candidates_by_ids", user_id=user_id, ids=ids).to_dicts()
     return ents, edges
 
 
@@ -101,15 +101,15 @@ def moderate(
             ent_ids = [r["id"] for r in ents_by_decision.get(decision, [])]
             edge_ids = [r["id"] for r in edges_by_decision.get(decision, [])]
             if ent_ids:
-                db.execute(con, "queries/thought_kg_decide_entity_candidates", user_id=user_id, ids=ent_ids,
+                db.execute(con, "queries/thoughtdb/thought_kg_decide_entity_candidates", user_id=user_id, ids=ent_ids,
                            status=decision, now=now)
             if edge_ids:
-                db.execute(con, "queries/thought_kg_decide_edge_candidates", user_id=user_id, ids=edge_ids,
+                db.execute(con, "queries/thoughtdb/thought_kg_decide_edge_candidates", user_id=user_id, ids=edge_ids,
                            status=decision, now=now)
         sources = sorted({r["source_thought_id"] for rows in (*ents_by_decision.values(), *edges_by_decision.values())
                           for r in rows})
         if mark_removal and sources:
-            db.execute(con, "queries/thought_kg_mark_sources_removal", user_id=user_id, ids=sources)
+            db.execute(con, "queries/thoughtdb/thought_kg_mark_sources_removal", user_id=user_id, ids=sources)
     changed = {d: sum(len(v.get(d, [])) for v in (ents_by_decision, edges_by_decision))
                for d in ("approved", "rejected")}
     return {"approved": changed["approved"], "rejected": changed["rejected"],
@@ -149,7 +149,7 @@ def _promote(con: db.Connection, user_id: str, ents: list[dict], edges: list[dic
         edge_keys.append((src, r["relation"], dst, r["confidence"], r["source_thought_id"]))
 
     existing: dict[str, str] = {}
-    for row in db.query(con, "queries/thought_kg_entities_by_norm", user_id=user_id,
+    for row in db.query(con, "queries/thoughtdb/thought_kg_entities_by_norm", user_id=user_id,
                         norm_names=sorted(wanted)).iter_rows(named=True):
         existing.setdefault(row["norm_name"], row["id"])
     ids = {norm: existing.get(norm) or new_id("kge", user_id, norm) for norm in wanted}
@@ -166,15 +166,15 @@ def _promote(con: db.Connection, user_id: str, ents: list[dict], edges: list[dic
                                              "source_refs": set(), "created_at": now})
         row["confidence"] = max(row["confidence"], conf)
         row["source_refs"].add(source)
-    existing_edges = {e["id"] for e in db.query(con, "queries/thought_kg_edges_by_ids", user_id=user_id,
+    existing_edges = {e["id"] for e in db.query(con, "queries/thoughtdb/thought_kg_edges_by_ids", user_id=user_id,
                                                 ids=sorted(edge_rows)).iter_rows(named=True)}
     with db.registered(con, "incoming_kg_entities", pa.Table.from_pylist(entity_rows, schema=_ENTITY_SCHEMA)):
-        db.execute(con, "queries/thought_kg_upsert_entities")
+        db.execute(con, "queries/thoughtdb/thought_kg_upsert_entities")
     if edge_rows:
         frame = pa.Table.from_pylist([{**r, "source_refs": sorted(r["source_refs"])} for r in edge_rows.values()],
                                      schema=_EDGE_SCHEMA)
         with db.registered(con, "incoming_kg_edges", frame):
-            db.execute(con, "queries/thought_kg_upsert_edges")
+            db.execute(con, "queries/thoughtdb/thought_kg_upsert_edges")
     return {
         "entities_created": sum(1 for n in wanted if n not in existing),
         "entities_merged": sum(1 for n in wanted if n in existing),

@@ -57,7 +57,7 @@ def create_node(
         node_id = node_id_for(user_id, node_type, title, body, refs)
         if get_node(con, user_id, node_id, include_private=True, missing_ok=True) is not None:
             raise InvalidInput(f"title: an identical {node_type} node already exists: {node_id}")
-        db.execute(con, "queries/thought_insert_node", id=node_id, user_id=user_id, node_type=node_type,
+        db.execute(con, "queries/thoughtdb/thought_insert_node", id=node_id, user_id=user_id, node_type=node_type,
                    title=title, body=body, asserted_at=now, valid_from=start, valid_to=end,
                    visibility=visibility, scope=scope, source_refs=refs, now=now)
     return node_id
@@ -67,7 +67,7 @@ def get_node(
     con: db.Connection, user_id: str, node_id: str, include_private: bool = False, missing_ok: bool = False
 ) -> dict[str, Any] | None:
     """One node; InvalidInput naming node_id if the tenant has none (None when missing_ok)."""
-    frame = db.query(con, "queries/thought_node_get", user_id=user_id, id=node_id, include_private=include_private)
+    frame = db.query(con, "queries/thoughtdb/thought_node_get", user_id=user_id, id=node_id, include_private=include_private)
     if frame.height == 0:
         if missing_ok:
             return None
@@ -89,7 +89,7 @@ def list_nodes(
         choice(node_type, NODE_TYPES, "node_type")
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
-    return db.query(con, "queries/thought_nodes_list", user_id=user_id, node_type=node_type, status=status,
+    return db.query(con, "queries/thoughtdb/thought_nodes_list", user_id=user_id, node_type=node_type, status=status,
                     include_private=include_private, limit=limit).to_dicts()
 
 
@@ -103,5 +103,5 @@ def retract_node(con: db.Connection, user_id: str, node_id: str, now: datetime |
         assert node is not None
         if node["status"] == "retracted":
             raise InvalidInput(f"node_id: node {node_id!r} is already retracted")
-        db.execute(con, "queries/thought_retract_node", user_id=user_id, id=node_id, now=now)
+        db.execute(con, "queries/thoughtdb/thought_retract_node", user_id=user_id, id=node_id, now=now)
     return {"node_id": node_id, "status_before": node["status"]}

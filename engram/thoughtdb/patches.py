@@ -165,7 +165,7 @@ def _snapshot(
     """The tenant's rows a patch may touch (named by `ids`, or by exact `keys` per table), by table then key."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for table in TABLES:
-        rows = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id=user_id, ids=list(ids),
+        rows = db.query_arrow(con, f"queries/thoughtdb/patch_snapshot_{table}", user_id=user_id, ids=list(ids),
                               keys=(keys or {}).get(table, [])).to_pylist()
         out[table] = {_key(table, r): r for r in rows}
     return out
@@ -173,7 +173,7 @@ def _snapshot(
 
 def _fingerprints(con: db.Connection, user_id: str) -> dict[str, pl.DataFrame]:
     """(row_key, hash of the row) of every tenant row in the patchable tables; cheap to diff."""
-    return {table: db.query(con, f"queries/patch_fingerprint_{table}", user_id=user_id) for table in TABLES}
+    return {table: db.query(con, f"queries/thoughtdb/patch_fingerprint_{table}", user_id=user_id) for table in TABLES}
 
 
 def _changed_keys(before: dict[str, pl.DataFrame], after: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
@@ -348,7 +348,7 @@ def apply_patch(
     result: dict[str, Any] = {}
 
     def work() -> None:
-        existing = db.query(con, "queries/patch_get", user_id=user_id, id=patch_id)
+        existing = db.query(con, "queries/thoughtdb/patch_get", user_id=user_id, id=patch_id)
         if existing.height:
             raise InvalidInput(f"id: patch {patch_id!r} was already applied (status {existing['status'][0]})")
         _validate_static(con, user_id, patch)
@@ -371,14 +371,14 @@ def apply_patch(
         after = _snapshot(con, user_id, candidates, {t: f["row_key"].to_list() for t, f in changed.items()})
         changes = _diff(before, after)
         ops_json = json.dumps(patch.model_dump(mode="json"), sort_keys=True)
-        db.execute(con, "queries/patch_insert", id=patch_id, user_id=user_id, source=patch.source, now=now,
+        db.execute(con, "queries/thoughtdb/patch_insert", id=patch_id, user_id=user_id, source=patch.source, now=now,
                    ops=ops_json)
         if changes:
             table = pa.Table.from_pylist(changes, schema=pa.schema([
                 ("seq", pa.int32()), ("table_name", pa.string()), ("row_key", pa.string()),
                 ("before", pa.string()), ("after", pa.string())]))
             with db.registered(con, "patch_changes", table):
-                db.execute(con, "queries/patch_insert_changes", user_id=user_id, patch_id=patch_id)
+                db.execute(con, "queries/thoughtdb/patch_insert_changes", user_id=user_id, patch_id=patch_id)
         counts: dict[str, dict[str, int]] = {}
         for c in changes:
             kind = "created" if c["before"] is None else "changed"
@@ -409,12 +409,12 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
     patch_id = require(patch_id, "patch_id")
     now = now or clock.now()
     with db.transaction(con):
-        found = db.query(con, "queries/patch_get", user_id=user_id, id=patch_id)
+        found = db.query(con, "queries/thoughtdb/patch_get", user_id=user_id, id=patch_id)
         if found.height == 0:
             raise InvalidInput(f"patch_id: unknown patch {patch_id!r} for tenant {user_id}")
         if found["status"][0] != "applied":
             raise InvalidInput(f"patch_id: patch {patch_id!r} is already {found['status'][0]}")
-        changes = db.query(con, "queries/patch_changes", user_id=user_id, patch_id=patch_id).to_dicts()
+        changes = db.query(con, "queries/thoughtdb/patch_changes", user_id=user_id, patch_id=patch_id).to_dicts()
         recorded: dict[str, list[str]] = {}
         for c in changes:
             recorded.setdefault(c["table_name"], []).append(c["row_key"])
@@ -440,17 +440,17 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
                 continue
             keys = [c["row_key"] for c in mine]
             if table == "fact_sources":
-                db.execute(con, "queries/patch_delete_fact_sources", user_id=user_id, keys=keys)
+                db.execute(con, "queries/thoughtdb/patch_delete_fact_sources", user_id=user_id, keys=keys)
             else:
-                db.execute(con, f"queries/patch_delete_{table}", user_id=user_id, ids=keys)
+                db.execute(con, f"queries/thoughtdb/patch_delete_{table}", user_id=user_id, ids=keys)
             images = [json.loads(c["before"]) for c in mine if c["before"] is not None]
             if images:
-                schema = db.query_arrow(con, f"queries/patch_snapshot_{table}", user_id=user_id, ids=[],
+                schema = db.query_arrow(con, f"queries/thoughtdb/patch_snapshot_{table}", user_id=user_id, ids=[],
                                         keys=[]).schema
                 restore = pa.Table.from_pylist([_decode(schema, r) for r in images], schema=schema)
                 with db.registered(con, "patch_restore", restore):
-                    db.execute(con, f"queries/patch_restore_{table}", user_id=user_id)
-        db.execute(con, "queries/patch_mark_rolled_back", user_id=user_id, id=patch_id, now=now)
+                    db.execute(con, f"queries/thoughtdb/patch_restore_{table}", user_id=user_id)
+        db.execute(con, "queries/thoughtdb/patch_mark_rolled_back", user_id=user_id, id=patch_id, now=now)
     summary: dict[str, dict[str, int]] = {}
     for c in changes:
         kind = "removed" if c["before"] is None else "restored"
@@ -460,7 +460,7 @@ def rollback_patch(con: db.Connection, user_id: str, patch_id: str, now: datetim
 
 def get_patch(con: db.Connection, user_id: str, patch_id: str) -> dict[str, Any]:
     """One patch with its ops and recorded change count; InvalidInput naming patch_id if unknown."""
-    found = db.query(con, "queries/patch_get", user_id=user_id, id=patch_id)
+    found = db.query(con, "queries/thoughtdb/patch_get", user_id=user_id, id=patch_id)
     if found.height == 0:
         raise InvalidInput(f"patch_id: unknown patch {patch_id!r} for tenant {user_id}")
     row = found.to_dicts()[0]
@@ -473,5 +473,5 @@ def list_patches(con: db.Connection, user_id: str, limit: int = 50) -> list[dict
     require(user_id, "user")
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
-    return db.query(con, "queries/patch_list", user_id=user_id, limit=limit).to_dicts()
+    return db.query(con, "queries/thoughtdb/patch_list", user_id=user_id, limit=limit).to_dicts()
 

@@ -64,7 +64,7 @@ def _redirect_all(con: db.Connection, user_id: str, ids: list[str]) -> dict[str,
     current = {i: i for i in ids}
     pending = list(ids)
     for _ in range(claims_mod.MAX_REDIRECTS):
-        hops = dict(db.rows(con, "queries/thought_redirects", user_id=user_id, ids=pending)) if pending else {}
+        hops = dict(db.rows(con, "queries/thoughtdb/thought_redirects", user_id=user_id, ids=pending)) if pending else {}
         if not hops:
             break
         nxt: set[str] = set()
@@ -117,7 +117,7 @@ def trace(
     for d in range(depth + 1):
         if not frontier:
             break
-        parents = db.rows(con, "queries/thought_why_parents", user_id=user_id, ids=frontier)
+        parents = db.rows(con, "queries/thoughtdb/thought_why_parents", user_id=user_id, ids=frontier)
         if d == depth:
             truncated = truncated or bool(parents)  # supports exist beyond the depth budget
             break
@@ -250,6 +250,6 @@ def save_trace(con: db.Connection, user_id: str, result: dict[str, Any], now: da
                 if by_id[claim_id]["kind"] == "event":
                     continue
                 edge_id = new_id("edge", user_id, "derived_from", node_id, claim_id)
-                db.execute(con, "queries/thought_insert_edge", id=edge_id, user_id=user_id,
+                db.execute(con, "queries/thoughtdb/thought_insert_edge", id=edge_id, user_id=user_id,
                            edge_type="derived_from", from_id=node_id, to_id=claim_id, source_refs=events, now=now)
     return node_id

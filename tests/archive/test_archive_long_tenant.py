@@ -79,7 +79,7 @@ def test_an_interrupted_export_with_an_impossible_path_is_cleaned_not_blocking(s
     seed_tenant(settings, LONG)
     legacy = f"{partition_dir('episodes', 'u', AS_OF.date()).replace('user_id=u', 'user_id=' + LONG)}/run-old-1.parquet"
     with db.open_store(settings) as con:  # what an older version left behind (OSError 36 before any file)
-        db.execute(con, "queries/archive_insert_export", export_id="ax_legacy", batch_id=f"run-old/{LONG}",
+        db.execute(con, "queries/archive/archive_insert_export", export_id="ax_legacy", batch_id=f"run-old/{LONG}",
                    run_id="run-old", user_id=LONG, table_name="episodes", partition_date=AS_OF.date(), path=legacy,
                    note=f"writer={os.uname().nodename}:999999999", now=datetime(2000, 1, 1))
     counts = archive_due(settings, USER, AS_OF, "run-next")  # another tenant is not blocked

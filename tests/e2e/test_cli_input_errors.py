@@ -64,7 +64,7 @@ def test_disk_full_during_ingest_is_one_line_exit_1(settings, tmp_path: Path, mo
     real = db.execute
 
     def full(con, name, **params):  # fault seam: DuckDB's own error when the disk fills mid-commit
-        if name == "queries/insert_episodes":
+        if name == "queries/store/insert_episodes":
             raise duckdb.TransactionException("Failed to commit: could not write file: No space left on device")
         return real(con, name, **params)
 

@@ -70,7 +70,7 @@ def test_every_sql_file_ships_under_engram_sql(wheel_names: set[str]) -> None:
     sql = _repo_files("*.sql")
     assert sql and all(n.startswith("engram/sql/") for n in sql)
     assert sql <= wheel_names, sorted(sql - wheel_names)[:10]
-    assert {"engram/sql/checks", "engram/sql/queries", "engram/sql/schema", "engram/sql/views"} <= {
+    assert {"engram/sql/checks", "engram/sql/queries/store", "engram/sql/schema", "engram/sql/views"} <= {
         n.rsplit("/", 1)[0] for n in wheel_names if n.endswith(".sql")}
 
 

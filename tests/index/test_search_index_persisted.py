@@ -385,7 +385,7 @@ def test_an_episode_marked_for_removal_after_the_publish_is_not_returned(setting
     _publish(settings, con)
     first = search_memory("harbour lantern festival", "episodes", 5, "u1", settings=settings, con=con)
     marked = [h.id for h in first[:2]]
-    assert db.rows(con, "queries/query_mark_removal", user_id="u1", ids=marked)  # the inner voice's write path
+    assert db.rows(con, "queries/query/query_mark_removal", user_id="u1", ids=marked)  # the inner voice's write path
     again = search_memory("harbour lantern festival", "episodes", 5, "u1", settings=settings, con=con)
     assert again and not set(marked) & set(_ids(again))
     index = table_index(con, settings, "episodes", "u1", HashEmbedder(settings.embed_dim).model, settings.embed_dim)

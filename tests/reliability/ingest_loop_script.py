@@ -22,7 +22,7 @@ if __name__ == "__main__":
             add_episodes(rows, settings)
         else:
             with db.connect(settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
-                db.rows(con, "queries/count_episodes")
+                db.rows(con, "queries/store/count_episodes")
         waits.append(time.perf_counter() - t)
         time.sleep(0.05)
     print(max(waits))

@@ -370,7 +370,7 @@ def test_an_insert_failure_leaves_nothing_behind(
     calls = {"n": 0}
 
     def failing_rows(c: db.Connection, name: str, **params: Any) -> list[tuple]:
-        if name == "queries/count_episodes":
+        if name == "queries/store/count_episodes":
             calls["n"] += 1
             if calls["n"] == 2:  # after the insert statement ran, inside the transaction
                 raise RuntimeError("disk full")
@@ -434,7 +434,7 @@ def test_similarity_query_only_sees_vectors_of_the_requested_model_and_dim(con: 
     fact("same", "m384", 384)
     fact("other-model", "m384b", 384)
     fact("other-dim", "m384", 8)
-    got = db.rows(con, "queries/tenant_fact_vectors", user_id="u", model="m384", dim=384, keys_version=1)
+    got = db.rows(con, "queries/consolidate/tenant_fact_vectors", user_id="u", model="m384", dim=384, keys_version=1)
     assert [r[0] for r in got] == ["same"]
 
 

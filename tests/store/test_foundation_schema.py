@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import hashlib
 from datetime import datetime
 from pathlib import Path
@@ -81,12 +83,7 @@ def test_a_new_schema_file_is_applied_once_and_recorded(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sql_dir = tmp_path / "sql"
-    (sql_dir / "schema").mkdir(parents=True)
-    (sql_dir / "views").mkdir()
-    (sql_dir / "queries").mkdir()
-    for sub in ("schema", "views", "queries"):
-        for p in (db.SQL_DIR / sub).glob("*.sql"):
-            (sql_dir / sub / p.name).write_text(p.read_text())
+    shutil.copytree(db.SQL_DIR, sql_dir)
     monkeypatch.setattr(db, "SQL_DIR", sql_dir)
     with db.connect(settings.db_path) as con:
         db.migrate(con)
@@ -109,10 +106,7 @@ def test_a_failing_schema_file_rolls_back_and_records_nothing(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sql_dir = tmp_path / "sql"
-    for sub in ("schema", "views", "queries"):
-        (sql_dir / sub).mkdir(parents=True)
-        for p in (db.SQL_DIR / sub).glob("*.sql"):
-            (sql_dir / sub / p.name).write_text(p.read_text())
+    shutil.copytree(db.SQL_DIR, sql_dir)
     (sql_dir / "schema" / "999_broken.sql").write_text(
         "create table if not exists half_done (user_id varchar);\nthis is not sql;\n"
     )

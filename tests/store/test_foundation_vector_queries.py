@@ -10,7 +10,7 @@ from engram.store import db
 
 # Queries that return vectors without filtering, and why that is safe. Keep this list short.
 ALLOWED = {
-    "run_episode_vectors": "episodes consumed by one extract run, chosen by consolidation_episodes, "
+    "consolidate/run_episode_vectors": "episodes consumed by one extract run, chosen by consolidation_episodes, "
                            "which filters on the active model and dim",
 }
 READS_VECTOR = re.compile(r"^\s*(select\s+)?(\w+\.)?embedding\s*,?\s*$|then\s+\w+\.embedding\b", re.M | re.I)
@@ -18,19 +18,19 @@ READS_VECTOR = re.compile(r"^\s*(select\s+)?(\w+\.)?embedding\s*,?\s*$|then\s+\w
 
 def _vector_queries() -> list[str]:
     names = []
-    for path in sorted((db.SQL_DIR / "queries").glob("*.sql")):
+    for path in sorted((db.SQL_DIR / "queries").glob("*/*.sql")):
         body = "\n".join(ln for ln in path.read_text().splitlines() if not ln.lstrip().startswith("--"))
         first = body.lstrip().split(None, 1)[0].lower() if body.strip() else ""
         if first in {"insert", "update", "delete", "create"}:
             continue
         if READS_VECTOR.search(body):
-            names.append(path.stem)
+            names.append(f"{path.parent.name}/{path.stem}")
     return names
 
 
 def test_the_scan_finds_the_known_vector_queries() -> None:
     found = set(_vector_queries())
-    assert {"tenant_fact_vectors", "consolidation_episodes"} <= found
+    assert {"consolidate/tenant_fact_vectors", "consolidate/consolidation_episodes"} <= found
 
 
 @pytest.mark.parametrize("name", _vector_queries())

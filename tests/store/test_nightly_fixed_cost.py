@@ -150,7 +150,7 @@ EXPORT = ("insert into archive_exports (export_id, batch_id, run_id, user_id, ta
 ], ids=["due-fact", "recent-fact", "other-tenant-fact", "any-writing-export", "own-exported", "other-exported"])
 def test_archive_has_work(con, settings, row: str, params: dict, expected: bool) -> None:
     con.execute(row, params)
-    assert db.rows(con, "queries/archive_has_work", user_id="u1", fact_statuses=["deprecated", "superseded"],
+    assert db.rows(con, "queries/archive/archive_has_work", user_id="u1", fact_statuses=["deprecated", "superseded"],
                    episode_statuses=["removal"], cutoff=AS_OF - timedelta(days=settings.retention_days)) == [(expected,)]
 
 

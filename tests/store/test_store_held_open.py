@@ -83,4 +83,4 @@ def test_a_reader_migrates_a_store_an_older_engram_wrote_before_reading_it(setti
     assert [h.id for h in hits] == ["f1"]
     with db.open_reader(settings) as con:
         assert con.execute("select count(changed_at) from facts").fetchall() == [(0,)]
-        assert ("007_change_marks",) in db.rows(con, "queries/applied_migrations")
+        assert ("007_change_marks",) in db.rows(con, "queries/store/applied_migrations")
