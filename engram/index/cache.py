@@ -10,7 +10,7 @@ from engram.index.delta import check_against_store, mask_deleted, read_delta
 from engram.index.disk import IndexNotPublished, IndexUnusable, current, index_dir
 from engram.index.generation import Generation
 from engram.index.merged import PersistedTableIndex
-from engram.index.vector_index import CACHE, TableIndex, resolved, table_signature
+from engram.index.vector_index import CACHE, PendingFill, TableIndex, resolved, table_signature, wants_fill
 from engram.store import db
 
 log = logging.getLogger(__name__)
@@ -28,8 +28,9 @@ class PersistedCache:
         self.loads = 0
 
     def get(self, con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
-            signature: tuple | None = None) -> PersistedTableIndex:
-        """The published index with the store's newer rows merged in; IndexUnusable when there is none usable."""
+            signature: tuple | None = None, fill: PendingFill | None = None) -> PersistedTableIndex:
+        """The published index with the store's newer rows merged in (`fill`: its pending rows embedded on
+        the fly); IndexUnusable when there is none usable."""
         path = index_dir(settings, user_id, table, model, dim)
         key = (resolved(settings.db_path), user_id, table, model, dim)
         name = current(path)
@@ -50,9 +51,9 @@ class PersistedCache:
             signature = table_signature(con, table, user_id)
         with self._lock:
             index = self._indexes.get(key)
-        if index is not None and index.gen is gen and index.signature == signature:
+        if index is not None and index.gen is gen and index.signature == signature and not wants_fill(index.delta, fill):
             return index
-        delta, columns = read_delta(con, gen, table, user_id, model, dim, signature)
+        delta, columns = read_delta(con, gen, table, user_id, model, dim, signature, fill)
         index = PersistedTableIndex(gen, delta, columns, signature, key)
         if index.live_rows() != signature[0]:
             self._or_broken(key, name, mask_deleted, con, index, table, user_id)
@@ -90,13 +91,13 @@ PERSISTED = PersistedCache()
 
 
 def table_index(con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
-                signature: tuple | None = None) -> TableIndex:
+                signature: tuple | None = None, fill: PendingFill | None = None) -> TableIndex:
     """The index a search of (tenant, table) uses: the published one with the delta merged in, or, when
     there is none usable (or settings.search_index is off), the exact in-memory one (`signature`: the
-    table's signature row when the caller has just read it)."""
+    table's signature row when the caller has just read it; `fill`: embed its pending rows on the fly)."""
     if settings.search_index and table in ("episodes", "facts"):
         try:
-            return PERSISTED.get(con, settings, table, user_id, model, dim, signature)
+            return PERSISTED.get(con, settings, table, user_id, model, dim, signature, fill)
         except IndexNotPublished:
             # normal for a table below search_index_min_rows; a warning only where publish would write one
             signature = signature or table_signature(con, table, user_id)
@@ -106,4 +107,4 @@ def table_index(con: db.Connection, settings: Any, table: str, user_id: str, mod
         except IndexUnusable as exc:
             if PERSISTED.first_warning((str(settings.db_path), user_id, table, model, dim, str(exc))):
                 log.warning("%s; searching exactly (the next publish writes the index)", exc)
-    return CACHE.get(con, settings.db_path, table, user_id, model, dim, signature)
+    return CACHE.get(con, settings.db_path, table, user_id, model, dim, signature, fill)

@@ -17,7 +17,7 @@ from engram.arrays import unique_sorted
 from engram.index.disk import IndexUnusable
 from engram.index.generation import Generation
 from engram.index.merged import PersistedTableIndex
-from engram.index.vector_index import TableIndex, index_of_rows
+from engram.index.vector_index import PendingFill, TableIndex, index_of_rows
 from engram.store import db
 
 CHECK_ROWS = 16  # rows of a generation whose (rowid, id) a reader checks against the store when it opens it
@@ -47,7 +47,7 @@ def check_against_store(con: db.Connection, gen: Generation, table: str, user_id
 
 
 def read_delta(con: db.Connection, gen: Generation, table: str, user_id: str, model: str, dim: int,
-               signature: tuple) -> tuple[TableIndex, pa.Table]:
+               signature: tuple, fill: PendingFill | None = None) -> tuple[TableIndex, pa.Table]:
     """The rows the generation does not hold as they are now (stored after it, updated since, or
     unembedded then) and their search columns, in the same order."""
     max_rowid = gen.manifest["max_rowid"]
@@ -61,7 +61,7 @@ def read_delta(con: db.Connection, gen: Generation, table: str, user_id: str, mo
         moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
         earlier = earlier.filter(pa.array(~moved))
         rows = pa.concat_tables([earlier, rows.cast(earlier.schema)])
-    return index_of_rows(rows, table, dim, signature), rows.select(list(gen.columns.column_names))
+    return index_of_rows(rows, table, dim, signature, fill=fill), rows.select(list(gen.columns.column_names))
 
 
 def mask_deleted(con: db.Connection, index: PersistedTableIndex, table: str, user_id: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -51,6 +51,8 @@ class TableIndex:
     prev: np.ndarray            # int64 [n]: previous row of the same session if it asks a question, or -1
     next: np.ndarray            # int64 [n]: next row of the same session, or -1
     pos: dict[str, int] = field(default_factory=dict)
+    pending: int = 0            # rows without a vector of the active embedder when it was built
+    filled: bool = False        # some of them were embedded on the fly (PendingFill)
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -222,16 +224,28 @@ def _neighbours(sessions: list[str | None], texts: list[str | None]) -> tuple[np
     return prev, nxt
 
 
+@dataclass(frozen=True)
+class PendingFill:
+    """How a search embeds rows the embedding queue has not reached yet: the newest `limit` of them, with the
+    embedder of the query (the same text and model as the queue, so the vectors are the ones it will store)."""
+
+    embed: Callable[[list[str]], np.ndarray]
+    limit: int
+
+
 def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
-                key: tuple = (), query: str | None = None, **params: Any) -> TableIndex:
+                key: tuple = (), query: str | None = None, fill: PendingFill | None = None,
+                **params: Any) -> TableIndex:
     """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows)."""
     arrow = db.query_arrow(con, query or f"queries/index/query_index_{table}", user_id=user_id, model=model, dim=dim,
                            **params)
-    return index_of_rows(arrow, table, dim, signature, key)
+    return index_of_rows(arrow, table, dim, signature, key, fill)
 
 
-def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: tuple = ()) -> TableIndex:
-    """A TableIndex of rows read with the columns of the query_index_* queries."""
+def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: tuple = (),
+                  fill: PendingFill | None = None) -> TableIndex:
+    """A TableIndex of rows read with the columns of the query_index_* queries; with `fill`, rows without a
+    vector (their pending_text) are embedded on the fly, the newest first, up to fill.limit."""
     ids = arrow.column("id").to_pylist()
     rowids = arrow.column("row_id").to_numpy().astype(np.int64)
     sessions = arrow.column("session_id").to_pylist()
@@ -244,6 +258,16 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     else:
         matrix = np.zeros((0, dim), dtype=np.float32)
     vec_pos = np.flatnonzero(valid).astype(np.int64)
+    pending = _pending_rows(arrow, valid)
+    filled = False
+    if fill is not None and fill.limit > 0 and len(pending):
+        chosen = np.sort(pending[np.argsort(-rowids[pending], kind="stable")[: fill.limit]])
+        extra = _embedded(fill, arrow.column("pending_text").take(pa.array(chosen)).to_pylist(), dim)
+        if extra is not None:
+            order = np.argsort(np.concatenate([vec_pos, chosen]), kind="stable")  # matrix rows in row order
+            matrix = np.ascontiguousarray(np.concatenate([matrix, extra])[order])
+            vec_pos = np.concatenate([vec_pos, chosen])[order]
+            filled = True
     vec_row = np.full(len(ids), -1, dtype=np.int64)
     vec_row[vec_pos] = np.arange(len(vec_pos))
     texts = arrow.column("text").combine_chunks()
@@ -251,8 +275,37 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     return TableIndex(
         table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=texts,
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
-        pos={i: p for p, i in enumerate(ids)},
+        pos={i: p for p, i in enumerate(ids)}, pending=len(pending), filled=filled,
     )
+
+
+def _pending_rows(arrow: pa.Table, valid: np.ndarray) -> np.ndarray:
+    """Positions of the rows without a vector that have a text the embedding queue would embed."""
+    if "pending_text" not in arrow.column_names:
+        return np.zeros(0, np.int64)
+    has_text = np.asarray(arrow.column("pending_text").combine_chunks().is_valid().to_numpy(zero_copy_only=False),
+                          dtype=bool)
+    return np.flatnonzero(has_text & ~valid).astype(np.int64)
+
+
+def _embedded(fill: PendingFill, texts: list[str], dim: int) -> np.ndarray | None:
+    """The texts' vectors, L2-normalised as stored ones are; None (the rows stay word-only) when the embedder
+    fails or returns something unusable: a search never fails for a row the queue has not reached."""
+    try:
+        vectors = np.asarray(fill.embed(texts), dtype=np.float32)
+    except Exception as exc:  # noqa: BLE001 - the query's own embedding already worked; see the docstring
+        log.warning("pending rows not embedded on the fly (%s); found by their words only", type(exc).__name__)
+        return None
+    if vectors.shape != (len(texts), dim) or not np.isfinite(vectors).all():
+        log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+        return None
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0))
+
+
+def wants_fill(index: TableIndex, fill: PendingFill | None) -> bool:
+    """Whether an index built without on-the-fly vectors should be rebuilt with them."""
+    return fill is not None and fill.limit > 0 and index.pending > 0 and not index.filled
 
 
 def text_list(texts: pa.Array | None) -> list[str]:
@@ -289,9 +342,10 @@ class IndexCache:
         self.builds = 0
 
     def get(self, con: db.Connection, db_path: Path | str, table: str, user_id: str, model: str, dim: int,
-            signature: tuple | None = None) -> TableIndex:
+            signature: tuple | None = None, fill: PendingFill | None = None) -> TableIndex:
         """The current index of (tenant, table) for vectors of (model, dim); rebuilt if the rows changed
-        (`signature`: the table's signature row when the caller has just read it)."""
+        (`signature`: the table's signature row when the caller has just read it), or to embed its pending
+        rows on the fly when `fill` asks and it was built without."""
         if table not in TABLES:
             raise ValueError(f"table: unknown {table!r}")
         if signature is None:
@@ -299,10 +353,10 @@ class IndexCache:
         key = (resolved(db_path), user_id, table, model, dim)
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry.signature == signature:
+            if entry is not None and entry.signature == signature and not wants_fill(entry, fill):
                 self._entries.move_to_end(key)
                 return entry
-        index = build_index(con, table, user_id, model, dim, signature, key)
+        index = build_index(con, table, user_id, model, dim, signature, key, fill=fill)
         log.info("built %s index: %d rows, %d vectors", table, index.n, index.matrix.shape[0])
         with self._lock:
             self.builds += 1

@@ -326,7 +326,7 @@ def test_every_update_of_facts_or_episodes_sets_the_change_mark_readers_rely_on(
     # reader serve the row as it was at the publish
     from engram.store.db import SQL_DIR
 
-    updates = {path.name: path.read_text() for path in (SQL_DIR / "queries").glob("*.sql")
+    updates = {path.name: path.read_text() for path in (SQL_DIR / "queries").glob("*/*.sql")
                if re.search(r"\bupdate\s+(facts|episodes)\b", path.read_text(), re.IGNORECASE)}
     assert "update_facts_from_changes.sql" in updates and "store_episode_embeddings.sql" in updates
     # the exceptions are no search columns: the extract stage's consumption mark, set for every new
@@ -579,3 +579,19 @@ def test_a_window_holding_more_rows_than_the_cap_is_searched_through_the_nearest
     nearest = search_memory(query, "facts", 5, "u1", settings=settings, con=con)
     assert max(scored, default=0) < 61  # now never
     assert _ids(nearest)[0] == _ids(every_row)[0] == "in_window"  # the nearest in the window, lifted by its time
+
+
+def test_an_episode_added_after_the_publish_is_found_by_meaning_before_it_is_embedded(settings, con) -> None:
+    from engram.store.ingest import add_episodes
+
+    s = settings.model_copy(update={"search_index": True, "search_index_min_rows": 0})
+    emb = HashEmbedder(s.embed_dim)
+    old = [{"id": f"e{i}", "user_id": "u1", "content": f"note number {i} about the garden",
+            "created_at": f"2026-01-01T00:0{i}:00"} for i in range(5)]
+    add_episodes(old, s, embeddings=emb.embed([r["content"] for r in old]), embedding_model=emb.model, con=con)
+    _publish(s, con)
+    add_episodes([{"id": "fresh", "user_id": "u1", "content": "My sister moved to Oslo in March",
+                   "created_at": "2026-01-02T00:00:00"}], s, con=con)
+    hits = search_memory("sister Oslo March", "episodes", 3, "u1", settings=s, con=con, method="vector")
+    assert "fresh" in _ids(hits)
+    assert type(PERSISTED.get(con, s, "episodes", "u1", emb.model, emb.dim)).__name__ == "PersistedTableIndex"

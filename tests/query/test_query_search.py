@@ -31,8 +31,10 @@ def test_hybrid_finds_embedded_and_pending_episodes(settings, con):
     seed_episodes(settings, con, [{"id": "e3", "content": "My sister moved to Oslo in March"}], embed=False)
     hits = search_memory("where does my sister live, Oslo?", "episodes", 5, "u1", settings=settings, con=con)
     assert ids(hits)[0] == "e3"
-    assert hits[0].similarity is None and hits[0].lexical_score > 0
-    vector_only = search_memory("sister Oslo", "episodes", 5, "u1", settings=settings, con=con, method="vector")
+    assert hits[0].lexical_score > 0
+    words_only = settings.model_copy(update={"search_embed_pending": 0})
+    CACHE.clear()
+    vector_only = search_memory("sister Oslo", "episodes", 5, "u1", settings=words_only, con=con, method="vector")
     assert "e3" not in ids(vector_only)
     cat = search_memory("cat named Milo", "episodes", 1, "u1", settings=settings, con=con)
     assert ids(cat) == ["e1"] and cat[0].similarity > 0.3
@@ -210,3 +212,26 @@ def test_a_value_restated_after_an_update_is_the_one_shown(settings, con):
     hits = search_memory("Where does Maria live?", "episodes", 3, "u1", settings=settings, con=con)
     assert [h.id for h in hits] == ["e3"]
     assert set(hits[0].absorbed) == {"e1", "e2"}
+
+
+def test_a_pending_episode_is_found_by_meaning_with_the_vector_the_queue_then_stores(settings, con):
+    from engram.embed.models import HashEmbedder
+    from engram.embed.queue import drain
+
+    seed_episodes(settings, con, [{"id": "e1", "content": "The quarterly report is due on Friday"}])
+    seed_episodes(settings, con, [{"id": "e2", "content": "My sister moved to Oslo in March"}], embed=False)
+    before = search_memory("sister Oslo March", "episodes", 5, "u1", settings=settings, con=con, method="vector")
+    assert "e2" in ids(before)
+    on_the_fly = next(h.similarity for h in before if h.id == "e2")
+    assert con.execute("select status from episodes where id = 'e2'").fetchall() == [("pending_embed",)]
+    drain(settings, HashEmbedder(settings.embed_dim), "episodes", "u1")
+    after = search_memory("sister Oslo March", "episodes", 5, "u1", settings=settings, con=con, method="vector")
+    assert next(h.similarity for h in after if h.id == "e2") == pytest.approx(on_the_fly, abs=1e-5)
+
+
+def test_only_the_newest_pending_episodes_are_embedded_on_the_fly(settings, con):
+    seed_episodes(settings, con, [{"id": "old", "content": "My sister moved to Oslo in March"},
+                                  {"id": "new", "content": "My brother moved to Oslo in May"}], embed=False)
+    one = settings.model_copy(update={"search_embed_pending": 1})
+    hits = search_memory("moved to Oslo", "episodes", 5, "u1", settings=one, con=con, method="vector")
+    assert ids(hits) == ["new"]

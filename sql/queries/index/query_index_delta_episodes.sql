@@ -1,7 +1,8 @@
 -- Returns the tenant's episodes an on-disk index generation does not hold as they are now: stored after
 -- it (rowid above its $max_rowid; an update that moves a row gives it a new rowid) or updated after the
 -- newest update it covers ($covered: every update sets changed_at), with the columns of
--- query_index_episodes (same order) and those of query_episode_candidates. Each test is its own
+-- query_index_episodes (same order), those of query_episode_candidates and pending_text (the content
+-- of a row without a vector of the active embedder, as the embedding queue embeds it). Each test is its own
 -- branch, so DuckDB pushes it into the scan and reads the vectors of the matching rows only.
 -- Params: $user_id, $model, $dim, $max_rowid (-1 = all rows), $covered (null = none).
 with episodes_now as not materialized (
@@ -21,6 +22,10 @@ with episodes_now as not materialized (
         e.status,
         e.visibility,
         e.is_private,
+        case
+            when e.embedding_model = $model and e.embedding_dim = $dim then null
+            else e.content
+        end as pending_text,
         e.changed_at
     from episodes as e
     where e.user_id = $user_id

@@ -1,5 +1,6 @@
 -- Returns the tenant's episodes among $pending (ids an on-disk index generation held without a vector: they
--- may have one now), same columns as query_index_delta_episodes. Run only when the list is not empty.
+-- may have one now), same columns as query_index_delta_episodes
+-- (pending_text: what the embedding queue embeds, for a search that embeds pending rows on the fly). Run only when the list is not empty.
 -- Params: $user_id, $model, $dim, $pending (ids).
 select
     e.rowid as row_id,
@@ -16,7 +17,11 @@ select
     e.tags,
     e.status,
     e.visibility,
-    e.is_private
+    e.is_private,
+    case
+        when e.embedding_model = $model and e.embedding_dim = $dim then null
+        else e.content
+    end as pending_text
 from episodes as e
 where e.user_id = $user_id
     and list_contains($pending::varchar[], e.id)
