@@ -60,8 +60,11 @@ def test_readme_python_example_on_two_shards(sharded: Settings) -> None:
 def test_spellings_of_one_tenant_route_to_one_shard_and_rows(sharded: Settings) -> None:
     spellings = ("alice", "alice ", "ａｌｉｃｅ", "\u3000alice")
     assert len({for_tenant(sharded, u).db_path for u in spellings}) == 1
+    # four different statements: near-copies would be one result (search keeps results diverse)
+    notes = ("The harbour freezes in January.", "We sailed out of the harbour at dawn with Tom.",
+             "A new fish market opened by the harbour.", "My aunt paints boats in the old harbour.")
     for i, u in enumerate(spellings):
-        res = add_episodes([{"user_id": u, "content": f"note {i} about the harbour",
+        res = add_episodes([{"user_id": u, "content": notes[i],
                              "created_at": f"2026-11-2{i}T10:00:00Z"}], sharded)
         assert res.inserted == 1
     assert stored(sharded, "alice", "select distinct user_id from episodes") == [("alice",)]
