@@ -164,6 +164,10 @@ def embed(
 
     if watch:
         return _embed_watch(user, poll_s)
+    if poll_s is not None:
+        from engram.errors import InvalidInput
+
+        fail(InvalidInput("--poll-s needs --watch"))
     s = settings_or_exit()
     try:
         embedder = embedders.from_settings(s)
