@@ -1,8 +1,10 @@
-"""Serve engram's deployments: the scheduled nightly run plus manual runs of every flow.
+"""Serve engram's deployments: the scheduled nightly run, the embedding worker, manual runs of every flow.
 
     python -m deployments.serve            # long-running: schedules fire, UI "Run" buttons work
 
-Cron and time zone come from ENGRAM_NIGHTLY_CRON / ENGRAM_NIGHTLY_TIMEZONE.
+Cron and time zone come from ENGRAM_NIGHTLY_CRON / ENGRAM_NIGHTLY_TIMEZONE. The embedding worker
+runs for EMBED_RUN_S seconds every EMBED_RUN_S seconds, one run at a time: a run scheduled while
+the previous one still drains waits for it, so the queue is drained continuously.
 
 On SIGTERM or Ctrl-C, Prefect pauses the deployments through the API before exiting; when the
 server has gone, each call retries for about a minute, so shutdown hung for minutes. The runner
@@ -21,8 +23,9 @@ from typing import Any
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from prefect.runner import Runner  # noqa: E402
-from prefect.schedules import Cron  # noqa: E402
+from prefect.schedules import Cron, Interval  # noqa: E402
 
+from engram.flows.embedding import embedding_worker  # noqa: E402
 from engram.flows.nightly import nightly_consolidation  # noqa: E402
 from engram.settings import load_settings  # noqa: E402
 
@@ -37,9 +40,11 @@ MANUAL_FLOWS = [
     ("engram.flows.collect", "llm_batch_collection", "llm-batch-collection"),
 ]
 
+EMBED_RUN_S = 300  # one embedding-worker run lasts this long, and one is scheduled this often
+
 
 def build_deployments() -> list[Any]:
-    """The nightly (scheduled, one run at a time) and manual deployments."""
+    """The nightly and embedding-worker deployments (scheduled, one run at a time) and the manual ones."""
     settings = load_settings()
     deployments = [
         nightly_consolidation.to_deployment(
@@ -48,6 +53,14 @@ def build_deployments() -> list[Any]:
             concurrency_limit=1,
             description="Consolidate every tenant with work.",
             tags=["engram", "nightly"],
+        ),
+        embedding_worker.to_deployment(
+            name="embedding-worker",
+            schedules=[Interval(EMBED_RUN_S)],
+            parameters={"duration_s": EMBED_RUN_S},
+            concurrency_limit=1,
+            description="Embed new episodes and facts continuously: a pass every ENGRAM_EMBED_POLL_S seconds.",
+            tags=["engram", "embedding"],
         ),
         nightly_consolidation.to_deployment(
             name="manual", description="Consolidate on demand: choose user_id, as_of, dry_run, stages.",

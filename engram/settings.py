@@ -107,6 +107,10 @@ class Settings(BaseSettings):
         None, description="Another ONNX model file for the minilm embedder (sha256 unchecked)."
     )
     embed_batch_size: int = bounded(64, 1, 4096, "Texts per embedder call.")
+    embed_poll_s: float = bounded(
+        2.0, 0.1, 3600.0, "Seconds the embedding worker (`engram embed --watch`, the embedding-worker deployment) "
+        "sleeps between passes over the queue: an episode is found by meaning about this long plus its embedding "
+        "time after it is added.")
 
     # LLM
     llm: Literal["none", "fake", "gemini"] = Field("none", description="LLM provider.")

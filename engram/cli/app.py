@@ -151,13 +151,23 @@ def ingest(
 @app.command()
 def embed(
     user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep draining every tenant's queue until SIGTERM or "
+                                        "Ctrl-C (finishes the batch under way, exits 0).")] = False,
+    poll_s: Annotated[float | None, typer.Option("--poll-s", help="With --watch: seconds between passes "
+                                                 "(default ENGRAM_EMBED_POLL_S).")] = None,
 ) -> None:
-    """Embed every episode and fact waiting in the queue."""
+    """Embed every episode and fact waiting in the queue (--watch: keep doing it)."""
     from engram import embed as embedders
     from engram.cli.progress import progress
     from engram.embed.queue import drain
     from engram.store.sharding import stores_for
 
+    if watch:
+        return _embed_watch(user, poll_s)
+    if poll_s is not None:
+        from engram.errors import InvalidInput
+
+        fail(InvalidInput("--poll-s needs --watch"))
     s = settings_or_exit()
     try:
         embedder = embedders.from_settings(s)
@@ -167,6 +177,32 @@ def embed(
     except EngramError as exc:
         fail(exc)
     echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
+
+
+def _embed_watch(user: str | None, poll_s: float | None) -> None:
+    """`engram embed --watch`: the embedding worker in the foreground, one line per pass that embedded."""
+    from engram import embed as embedders
+    from engram.embed.worker import stop_on_signals, watch
+    from engram.errors import InvalidInput
+
+    if user:
+        fail(InvalidInput("--watch drains every tenant's queue; drop --user"))
+    s = settings_or_exit(embed_poll_s=poll_s)
+
+    def report(counts: dict[str, int]) -> None:
+        if counts["episodes"] or counts["facts"]:
+            echo(f"embedded {counts['episodes']} episode(s), {counts['facts']} fact(s)")
+
+    try:
+        embedder = embedders.from_settings(s)
+        echo(f"watching the embedding queue every {s.embed_poll_s} s with {embedder.provider}/{embedder.model}; "
+             "SIGTERM or Ctrl-C stops", err=True)
+        with stop_on_signals() as stop:
+            totals = watch(s, embedder, stop=stop, on_pass=report)
+    except EngramError as exc:
+        fail(exc)
+    echo(f"stopped after {totals['passes']} pass(es): embedded {totals['episodes']} episode(s), "
+         f"{totals['facts']} fact(s)", err=True)
 
 
 @app.command()

@@ -47,6 +47,7 @@ def drain(
     table: str = "episodes",
     user_id: str | None = None,
     progress: Callable[[int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> int:
     """Embed every pending row of `table`; returns how many were embedded.
 
@@ -56,7 +57,8 @@ def drain(
     and more as the table grows, so small read batches made the queue slower than the hash embedder).
     Rows of one read are embedded shortest text first, so each call holds texts of similar length.
     A failing embedder keeps what was embedded, leaves the remaining rows pending and raises
-    EmbedderUnavailable.
+    EmbedderUnavailable. When `stop()` turns true (the worker got SIGTERM), the batch under way is
+    finished and stored, and the rest stays pending.
     """
     pending_sql, store_sql = QUEUES[table]
     size = settings.embed_batch_size
@@ -77,10 +79,15 @@ def drain(
                 finished.append(embeddings_table(users, ids, vectors, embedder))
                 if progress:
                     progress(len(ids))
+                if stop is not None and stop():
+                    break
         except EmbedderUnavailable:
             with db.open_store(settings) as con:
                 _store(con, store_sql, finished, table, done)
             raise
+        if stop is not None and stop():
+            with db.open_store(settings) as con:
+                return done + _store(con, store_sql, finished, table, done)
 
 
 def by_length(rows: list[tuple]) -> list[tuple]:

@@ -79,6 +79,11 @@ def connect(
         con.close()
 
 
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Whether exc is connect's StoreError for a store another process kept locked past the wait."""
+    return isinstance(exc, StoreError) and isinstance(exc.__cause__, duckdb.Error) and _is_lock_error(exc.__cause__)
+
+
 def is_driver_error(exc: BaseException) -> bool:
     """Whether exc comes from DuckDB itself (for callers that may not import duckdb)."""
     return isinstance(exc, duckdb.Error)

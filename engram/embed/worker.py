@@ -1,0 +1,117 @@
+"""The embedding worker: drain every tenant's queue, sleep a poll interval, again, until stopped.
+
+The store is open only while a pass drains (drain opens short connections and closes the store while
+the model runs), so the night and other writers get in between. A store the night keeps locked is
+skipped for this pass after a short wait (LOCK_WAIT_S, not the 30 s a writer waits) and tried again
+at the next one. Logs carry counts and store paths, never memory text.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from engram.embed.models import Embedder
+from engram.embed.queue import drain
+from engram.settings import Settings
+from engram.store import db
+from engram.store.sharding import all_shard_settings
+
+log = logging.getLogger(__name__)
+
+LOCK_WAIT_S = 1.0  # how long a pass waits for a locked store before leaving it to the next pass
+TABLES = ("episodes", "facts")
+
+Pass = Callable[[Settings, Embedder], dict[str, int]]
+
+
+def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] | None = None) -> dict[str, int]:
+    """One pass: embed the pending episodes, then facts, of every tenant in every existing store file.
+
+    Returns the rows embedded per table and `locked`, the stores skipped because another process held
+    them longer than LOCK_WAIT_S. A missing store is skipped (the worker never creates one); any other
+    error (a failing embedder) is raised, with what was embedded before it kept.
+    """
+    counts = {"episodes": 0, "facts": 0, "locked": 0}
+    short = settings.model_copy(update={"lock_timeout_s": min(settings.lock_timeout_s, LOCK_WAIT_S)})
+    for store in all_shard_settings(short, existing_only=True):
+        if not Path(store.db_path).exists():
+            continue
+        try:
+            for table in TABLES:
+                if stop is not None and stop():
+                    return counts
+                counts[table] += drain(store, embedder, table, stop=stop)
+        except Exception as exc:  # only the lock is routine: the night holds the store for a while
+            if not db.is_lock_timeout(exc):
+                raise
+            counts["locked"] += 1
+    return counts
+
+
+def watch(
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    poll_s: float | None = None,
+    max_seconds: float | None = None,
+    once: bool = False,
+    stop: threading.Event | None = None,
+    drain_pass: Pass | None = None,
+    on_pass: Callable[[dict[str, int]], None] | None = None,
+    logger: Any = log,
+) -> dict[str, int]:
+    """Run passes until `stop` is set, `max_seconds` have passed or (`once`) after one; returns the totals.
+
+    `drain_pass` replaces drain_once (the Prefect flow passes its task); `on_pass` sees each pass's counts.
+    """
+    poll_s = settings.embed_poll_s if poll_s is None else poll_s
+    stop = stop or threading.Event()
+    run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
+    totals = {"episodes": 0, "facts": 0, "locked": 0, "passes": 0}
+    start = time.monotonic()
+    was_locked = False
+    while True:
+        counts = run_pass(settings, embedder)
+        totals["passes"] += 1
+        for key in ("episodes", "facts", "locked"):
+            totals[key] += counts.get(key, 0)
+        if counts.get("episodes") or counts.get("facts"):
+            logger.info("embedding worker: embedded %d episode(s), %d fact(s)", counts["episodes"], counts["facts"])
+        if counts.get("locked"):  # one line per pass; a warning only when the lock starts
+            (logger.info if was_locked else logger.warning)(
+                "embedding worker: %d store(s) locked by another process (the nightly run?); "
+                "trying again in %.1f s", counts["locked"], poll_s)
+        was_locked = bool(counts.get("locked"))
+        if on_pass is not None:
+            on_pass(counts)
+        left = None if max_seconds is None else max_seconds - (time.monotonic() - start)
+        if once or stop.is_set() or (left is not None and left <= 0):
+            return totals
+        if stop.wait(poll_s if left is None else min(poll_s, left)):
+            return totals
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT (a second SIGINT interrupts at once); handlers restored after."""
+    stop = threading.Event()
+
+    def handle(signum: int, frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        log.info("embedding worker: %s, stopping after the current batch", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
