@@ -10,7 +10,14 @@ from engram.index.delta import check_against_store, mask_deleted, read_delta
 from engram.index.disk import IndexNotPublished, IndexUnusable, current, index_dir
 from engram.index.generation import Generation
 from engram.index.merged import PersistedTableIndex
-from engram.index.vector_index import CACHE, PendingFill, TableIndex, resolved, table_signature, wants_fill
+from engram.index.vector_index import (
+    CACHE,
+    PendingFill,
+    TableIndex,
+    resolved,
+    table_signature,
+    wants_fill,
+)
 from engram.store import db
 
 log = logging.getLogger(__name__)

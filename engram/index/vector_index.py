@@ -231,6 +231,40 @@ class PendingFill:
 
     embed: Callable[[list[str]], np.ndarray]
     limit: int
+    model: str  # the embedder's model: on-the-fly vectors are kept per (model, text) across index rebuilds
+
+
+class _FillCache:
+    """Vectors embedded on the fly, per (model, text), newest kept: every write changes the table's
+    signature and rebuilds its index, and without this a search would embed the same pending rows again
+    each time (seconds with MiniLM for a backlog of 256)."""
+
+    def __init__(self, max_entries: int = 8192) -> None:
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get(self, model: str, texts: list[str]) -> list[np.ndarray | None]:
+        with self._lock:
+            found = [self._vectors.get((model, t)) for t in texts]
+            for t, v in zip(texts, found, strict=True):
+                if v is not None:
+                    self._vectors.move_to_end((model, t))
+        return found
+
+    def put(self, model: str, texts: list[str], vectors: np.ndarray) -> None:
+        with self._lock:
+            for t, v in zip(texts, vectors, strict=True):
+                self._vectors[(model, t)] = v
+            while len(self._vectors) > self.max_entries:
+                self._vectors.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+
+FILLED = _FillCache()
 
 
 def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
@@ -291,16 +325,23 @@ def _pending_rows(arrow: pa.Table, valid: np.ndarray) -> np.ndarray:
 def _embedded(fill: PendingFill, texts: list[str], dim: int) -> np.ndarray | None:
     """The texts' vectors, L2-normalised as stored ones are; None (the rows stay word-only) when the embedder
     fails or returns something unusable: a search never fails for a row the queue has not reached."""
-    try:
-        vectors = np.asarray(fill.embed(texts), dtype=np.float32)
-    except Exception as exc:  # noqa: BLE001 - the query's own embedding already worked; see the docstring
-        log.warning("pending rows not embedded on the fly (%s); found by their words only", type(exc).__name__)
+    known = FILLED.get(fill.model, texts)
+    todo = [t for t, v in zip(texts, known, strict=True) if v is None]
+    if todo:
+        try:
+            vectors = np.asarray(fill.embed(todo), dtype=np.float32)
+        except Exception as exc:  # noqa: BLE001 - the query's own embedding already worked; see the docstring
+            log.warning("pending rows not embedded on the fly (%s); found by their words only", type(exc).__name__)
+            return None
+        if vectors.shape != (len(todo), dim) or not np.isfinite(vectors).all():
+            log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+            return None
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        FILLED.put(fill.model, todo, vectors / np.where(norms > 0, norms, 1.0))
+        known = FILLED.get(fill.model, texts)
+    if any(v is None for v in known):  # evicted meanwhile by another thread's fill: word-only this time
         return None
-    if vectors.shape != (len(texts), dim) or not np.isfinite(vectors).all():
-        log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
-        return None
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0))
+    return np.ascontiguousarray(np.stack(known).astype(np.float32, copy=False))
 
 
 def wants_fill(index: TableIndex, fill: PendingFill | None) -> bool:

@@ -18,7 +18,13 @@ from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
 from engram.index.cache import table_index
-from engram.index.vector_index import NO_CONTEXT, Context, PendingFill, TableIndex, unit_signatures
+from engram.index.vector_index import (
+    NO_CONTEXT,
+    Context,
+    PendingFill,
+    TableIndex,
+    unit_signatures,
+)
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -216,7 +222,7 @@ def _search_one(
     windows: list[TimeWindow] | None = None, lenders: Lenders = (), signature: tuple | None = None,
 ) -> list[Hit]:
     # episodes the embedding queue has not reached yet are embedded here (a few), so they are found by meaning
-    fill = (PendingFill(embedder.embed, settings.search_embed_pending)
+    fill = (PendingFill(embedder.embed, settings.search_embed_pending, embedder.model)
             if table == "episodes" and method != "lexical" and qvec is not None else None)
     index = table_index(con, settings, table, f.user_id, embedder.model, embedder.dim, signature, fill)
     return search_table(con, settings, index, query, qvec, limit, f, method, also, windows, lenders)

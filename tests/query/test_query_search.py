@@ -235,3 +235,23 @@ def test_only_the_newest_pending_episodes_are_embedded_on_the_fly(settings, con)
     one = settings.model_copy(update={"search_embed_pending": 1})
     hits = search_memory("moved to Oslo", "episodes", 5, "u1", settings=one, con=con, method="vector")
     assert ids(hits) == ["new"]
+
+
+def test_a_search_after_another_write_embeds_only_the_new_pending_episode(settings, con, monkeypatch):
+    from engram.embed.models import HashEmbedder
+    from engram.index.vector_index import FILLED
+
+    FILLED.clear()
+    embedded: list[str] = []
+    real = HashEmbedder.embed
+    monkeypatch.setattr(HashEmbedder, "embed", lambda self, texts: embedded.extend(texts) or real(self, texts))
+    seed_episodes(settings, con, [{"id": "a", "content": "My sister moved to Oslo in March"},
+                                  {"id": "b", "content": "My brother moved to Bergen in May"}], embed=False)
+    search_memory("moved north", "episodes", 5, "u1", settings=settings, con=con, method="vector")
+    assert sorted(embedded) == sorted(["moved north", "My brother moved to Bergen in May",
+                                       "My sister moved to Oslo in March"])
+    embedded.clear()
+    seed_episodes(settings, con, [{"id": "c", "content": "My cousin moved to Tromso in June"}], embed=False)
+    hits = search_memory("moved north", "episodes", 5, "u1", settings=settings, con=con, method="vector")
+    assert sorted(embedded) == sorted(["My cousin moved to Tromso in June", "moved north"])
+    assert sorted(ids(hits)) == ["a", "b", "c"]

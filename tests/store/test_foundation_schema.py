@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-
 import hashlib
+import shutil
 from datetime import datetime
 from pathlib import Path
 
