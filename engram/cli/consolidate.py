@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
         from engram.consolidate.report import changes_markdown, run_report_markdown
+        from engram.consolidate.runner import choose_stages, failed_tenants
         from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
@@ -70,18 +71,24 @@ def register(app: typer.Typer) -> None:
                 if as_json:
                     emit({"run_id": None, "tenants": {}, "skipped": hint}, True)
                 return
+            choose_stages(stage)  # an unknown stage is one line here, not a failed flow run
             result = run_nightly(user, as_of, dry_run, stage)
         except EngramError as exc:
             fail(exc)
         if as_json:
             emit(result, True)
-            return
-        echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
-                                       result["dry_run"], result["tenants"]))
-        changes = changes_markdown(result["tenants"])
-        if changes:
-            echo(changes)
-        echo(snapshot_line(result.get("snapshot")))
+        else:
+            echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
+                                     result["dry_run"], result["tenants"]))
+            changes = changes_markdown(result["tenants"])
+            if changes:
+                echo(changes)
+            echo(snapshot_line(result.get("snapshot")))
+        failed = sorted(failed_tenants(result["tenants"]))
+        if failed:  # the report says which stage; the exit status tells a scheduler the night is not done
+            echo(f"error [tenant_failed]: {len(failed)} tenant(s) failed (their runs rows name the stage; "
+                 "the next run retries)", err=True)
+            raise typer.Exit(1)
 
     @app.command()
     def explain(

@@ -209,3 +209,23 @@ def test_merge_stage_reads_the_verdicts_the_confidence_stage_stored(settings, st
         if stored != "kept":  # the merge stage takes the stored verdict
             con.execute("update run_fact_pairs set same_statement = false")
     assert run_stage(ctx, "merge", tools).counts["merges"] == merges
+
+
+def test_a_run_resumed_for_the_same_as_of_finishes_a_tenant_whose_episodes_it_consumed(settings) -> None:
+    from engram.store.ingest import add_episodes
+
+    add_episodes([{"user_id": "alice", "content": text, "created_at": AS_OF - timedelta(hours=n + 1)}
+                  for n, text in enumerate(["I work at Acme as a data engineer.", "I moved to Lisbon in October."])],
+                 settings)
+    consolidate_tenants(settings, "run-1", AS_OF, ["embed", "extract"], tenants=["alice"])  # then killed, say
+    assert tenants_with_work(settings, AS_OF) == []  # its episodes are consumed: no new work of its own
+    assert tenants_with_work(settings, AS_OF, "run-1") == ["alice"]  # but run-1 did not finish it
+    resumed = consolidate_tenants(settings, "run-1", AS_OF)
+    assert list(resumed) == ["alice"] and resumed["alice"]["extract"]["skipped"] is True
+    assert all(not stage.get("skipped") for name, stage in resumed["alice"].items() if name != "extract"
+               and name != "embed")
+    with db.open_store(settings) as con:
+        stages = {r[0] for r in con.execute("select stage from runs where run_id = 'run-1' and status = 'completed'")
+                  .fetchall()}
+    assert stages == {"embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish"}
+    assert tenants_with_work(settings, AS_OF, "run-1") == []  # finished now: a further rerun leaves it out

@@ -94,3 +94,33 @@ def test_a_store_removed_while_in_use_is_never_recreated(settings) -> None:
     with pytest.raises(StoreMissing, match="removed while engram was using it"), db.open_store(settings):
         pass
     assert not Path(settings.db_path).exists()
+
+
+def test_an_unknown_stage_is_one_line_before_any_flow_runs(settings, tmp_path: Path, monkeypatch) -> None:
+    import engram.cli.consolidate as cli_consolidate
+
+    started: list[str] = []
+    monkeypatch.setattr(cli_consolidate, "run_nightly", lambda *a, **k: started.append("flow") or {})
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    assert invoke("ingest", str(path))[0] == 0
+    code, _, err = invoke("consolidate", "--stage", "bogus")
+    assert code == 2 and "stages: unknown ['bogus']" in err and "Traceback" not in err
+    assert started == []
+
+
+def test_a_failed_tenant_makes_consolidate_exit_1_after_its_report(settings, tmp_path: Path, monkeypatch) -> None:
+    import engram.cli.consolidate as cli_consolidate
+
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    assert invoke("ingest", str(path))[0] == 0
+    result = {"run_id": "run-x", "as_of": "2026-11-27T03:00:00", "dry_run": False, "snapshot": None,
+              "tenants": {"alice": {"failed": "StoreError: archive dir unwritable"},
+                          "bob": {"embed": {"episodes": 0}}}}
+    monkeypatch.setattr(cli_consolidate, "run_nightly", lambda *a, **k: result)
+    code, out, err = invoke("consolidate")
+    assert code == 1 and "failed (see its runs rows" in out
+    assert "error [tenant_failed]: 1 tenant(s) failed" in err and "Traceback" not in err
+    code, out, _ = invoke("consolidate", "--json")
+    assert code == 1 and json.loads(out)["tenants"]["alice"]["failed"].startswith("StoreError")
