@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,5 +47,7 @@ def test_watch_embeds_a_new_episode_within_seconds_and_exits_0_on_sigterm(settin
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    assert "embedded 1 episode(s), 0 fact(s)" in out  # counts only: no memory text on the terminal
+    # counts only, no memory text on the terminal; the episode added before the worker started may be in
+    # its first pass or in the same pass as the new one
+    assert re.search(r"embedded [12] episode\(s\), 0 fact\(s\)", out), out
     assert "Lisbon" not in out + err and "stopped after" in err

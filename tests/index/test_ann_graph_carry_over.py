@@ -42,7 +42,10 @@ def _graph_finds_every_vector(gen: Generation) -> None:
     gen.ann.expansion_search = 4096  # tiny graph: an exhaustive walk, so a miss is a wrong key map
     found = gen.ann.search(vectors, 1)
     rows = vector_rows(gen.ann_rows, np.asarray(found.keys).reshape(len(vectors), -1)[:, 0])
-    np.testing.assert_array_equal(np.asarray(vectors[rows] @ vectors.T).argmax(axis=1), np.arange(len(vectors)))
+    # each vector finds itself, or a vector the i8 graph cannot tell from it (a tie broken either way); a
+    # wrong key map would return unrelated vectors
+    cosines = np.einsum("ij,ij->i", vectors[rows], vectors)
+    assert cosines.min() > 0.98, np.flatnonzero(cosines <= 0.98)
     live = np.flatnonzero(np.asarray(gen.ann_rows) >= 0)
     assert len(gen.ann) == len(live) == len(vectors)
     assert sorted(np.asarray(gen.ann_rows)[live].tolist()) == list(range(len(vectors)))
