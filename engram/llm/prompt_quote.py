@@ -29,9 +29,15 @@ DATA_RULE = (
 _MARK = re.compile(r"^<<<(DATA-[0-9a-f]{16})$")
 
 
+# JSON escapes the control characters; these three are line breaks too for many readers (str.splitlines,
+# JavaScript, some tokenizers), so a memory holding one could still begin a line of its own
+_LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def data_block(records: Iterable[dict[str, Any]]) -> str:
     """Records as JSON lines between markers that a record cannot contain (they hash the lines)."""
-    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True, default=str) for r in records]
+    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True, default=str).translate(_LINE_BREAKS)
+             for r in records]
     body = "\n".join(lines)
     tag = "DATA-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
     return f"<<<{tag}\n{body}\n{tag}>>>"
