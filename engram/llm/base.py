@@ -162,5 +162,5 @@ def parse_reply(text: str, schema: type[T]) -> T:
     """Parse a reply as the schema; LLMBadReply (naming the schema) if it does not fit."""
     try:
         return schema.model_validate(json.loads(text))
-    except (json.JSONDecodeError, ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: JSON nested absurdly deep
         raise LLMBadReply(f"reply is not valid {schema.__name__} JSON: {str(exc)[:300]}") from exc

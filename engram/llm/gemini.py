@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -120,6 +121,11 @@ class GeminiLLM:
         while True:
             try:
                 return fn()
+            except (json.JSONDecodeError, RecursionError) as exc:
+                # the HTTP body itself is not JSON (a proxy's error page, a truncated or absurd body): the
+                # provider is not answering as it should, like a 5xx, and the run goes on without it
+                raise LLMUnavailable(f"gemini answered the {what} with a body that is not JSON "
+                                     f"({type(exc).__name__})") from exc
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
                 if isinstance(exc, genai_errors.APIError) and not _retryable(exc):
                     raise LLMUnavailable(f"gemini refused the {what}: HTTP {exc.code} {exc.status}") from exc

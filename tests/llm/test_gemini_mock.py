@@ -42,7 +42,7 @@ def gemini_body(text: str, prompt_tokens: int = 120, out_tokens: int = 30, thoug
 
 
 class MockGemini:
-    """Scripted responses: each item is (status, body dict, delay seconds); records every request."""
+    """Scripted responses: each item is (status, body dict or raw bytes, delay seconds); records every request."""
 
     def __init__(self) -> None:
         self.script: list[tuple[int, dict[str, Any], float]] = []
@@ -57,10 +57,11 @@ class MockGemini:
                 status, payload, delay = mock.script.pop(0) if mock.script else (500, {"error": {}}, 0.0)
                 if delay:
                     time.sleep(delay)
-                data = json.dumps(payload).encode()
+                raw = isinstance(payload, bytes)  # a body that is not JSON (a proxy's error page)
+                data = payload if raw else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", "text/html" if raw else "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -182,3 +183,16 @@ def test_timeout_every_time_raises_unavailable(settings: Settings, mock: MockGem
 def test_missing_key_names_the_variable(settings: Settings) -> None:
     with pytest.raises(Exception, match="ENGRAM_GEMINI_API_KEY"):
         GeminiLLM(load_settings(llm="gemini"))
+
+
+@pytest.mark.parametrize("body", [b"<html><body>502 Bad Gateway</body></html>", b"[" * 100_000])
+def test_a_body_that_is_not_json_is_an_unavailable_provider(settings: Settings, mock: MockGemini, body: bytes) -> None:
+    mock.script += [(200, body, 0.0)] * 3
+    with pytest.raises(LLMUnavailable, match="not JSON"):
+        gemini(settings, mock).generate("p", Reply)
+
+
+def test_a_reply_nested_too_deep_is_a_bad_reply(settings: Settings, mock: MockGemini) -> None:
+    mock.script.append((200, gemini_body("[" * 100_000), 0.0))
+    with pytest.raises(LLMBadReply, match="not valid Reply JSON"):
+        gemini(settings, mock).generate("p", Reply)
