@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import traceback
 from typing import Any
 
@@ -60,12 +61,26 @@ class GuardedGroup(TyperGroup):
         except Exception as exc:  # the one place that turns a bug or an OS failure into a message
             if _is_control_flow(exc):
                 raise
+            if isinstance(exc, BrokenPipeError):  # `engram ... | head`: the reader has what it wanted
+                _silence_stdout()
+                raise typer.Exit(1) from None
             if debug_enabled():
                 traceback.print_exception(exc)
             code, status, cause = classify(exc)
             hint = "" if debug_enabled() else " (run with --debug for the traceback)"
             echo(f"error [{code}]: {cause}{hint}", err=True)
             raise typer.Exit(status) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not hit the closed pipe again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's buffer)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def hide_flag_metavars(command: Any) -> None:
