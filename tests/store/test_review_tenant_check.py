@@ -28,3 +28,13 @@ def test_review_naming_another_tenants_fact_is_reported(con) -> None:
     _review(con, "a", "bad", ["fa", "fb"])
     rows = check_rows(con, "reviews_within_tenant").to_dicts()
     assert rows == [{"user_id": "a", "review_id": "bad", "subject_id": "fb"}]
+
+
+def test_a_review_naming_a_fact_its_tenant_archived_passes(con) -> None:
+    _fact(con, "a", "fa")
+    _review(con, "a", "r1", ["fa", "f_gone"])
+    _review(con, "b", "r2", ["f_gone"])  # another tenant's archive does not vouch for it
+    con.execute("insert into archive_rows (user_id, table_name, row_id, export_id, archived_at)"
+                " values ('a', 'facts', 'f_gone', 'x1', now())")
+    rows = check_rows(con, "reviews_within_tenant").to_dicts()
+    assert rows == [{"user_id": "b", "review_id": "r2", "subject_id": "f_gone"}]
