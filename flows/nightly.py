@@ -11,6 +11,7 @@ from engram import clock
 from engram import embed as embedders
 from engram import llm as llms
 from engram.consolidate.runner import (
+    TenantRun,
     Tools,
     choose_stages,
     consolidate_tenants,
@@ -63,7 +64,7 @@ def nightly_consolidation(
     return {**out, "llm_batch": batch} if batch else out
 
 
-def _tenant_runner(settings: Settings, run_id: str, as_of: datetime, stages: list[str]) -> Any:
+def _tenant_runner(settings: Settings, run_id: str, as_of: datetime, stages: list[str]) -> TenantRun:
     """How the flow runs a tenant: one consolidate-tenant task, or (ENGRAM_NIGHTLY_TASKS=stage) run_tenant with
     one task per stage, each named after its stage."""
     if settings.nightly_tasks == "tenant":

@@ -12,7 +12,7 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 
 from engram.consolidate.context import StageResult
-from engram.consolidate.runner import Tools, run_tenant
+from engram.consolidate.runner import Tools, run_tenant, tenant_summary
 from engram.settings import Settings
 from engram.store.runs import LeaseHeld
 
@@ -34,7 +34,7 @@ def consolidate_tenant(store: Settings, user_id: str, run_id: str, as_of: dateti
     A retry resumes: completed stages are skipped from their runs rows.
     """
     out = run_tenant(store, user_id, run_id, as_of, stages, tools)
-    get_run_logger().info("tenant %s: %s", user_id, " ".join(f"{s}[{r.log_line()}]" for s, r in out.items()))
+    get_run_logger().info("tenant %s: %s", user_id, tenant_summary(out))
     return out
 
 
