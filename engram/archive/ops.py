@@ -44,7 +44,7 @@ from engram.archive.files import (
 )
 from engram.errors import EngramError, InvalidInput, StoreError
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, inbox
 from engram.store.crash import crash_point
 from engram.store.fact_ops import FactChange, apply_changes
 from engram.text.normalize import stable_id
@@ -257,6 +257,8 @@ def mark_removal(
                     apply_changes(con, user_id, run_id, changes, now)
                 else:
                     db.execute(con, "queries/archive/archive_mark_episodes_removal", user_id=user_id, ids=to_mark, now=now)
+            if table == "episodes":
+                inbox.withdraw(settings, user_id, to_mark)
     log.info("mark-removal %s: %d marked, %d already, %d archived", table, len(to_mark),
              len(live) - len(to_mark), len(archived))
     return {"table": table, "marked": len(to_mark), "already_marked": len(live) - len(to_mark),

@@ -1,15 +1,21 @@
-"""Stage 1, embed: drain the tenant's embedding queue (episodes, then facts) before anything reads vectors."""
+"""Stage 1, embed: fold the tenant's inbox, then drain its embedding queue (episodes, then facts) before
+anything reads vectors."""
 
 from __future__ import annotations
 
 from engram.consolidate.context import StageContext, StagePlan
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
+from engram.store.fold import fold_tenants
 
 
 def embed_pending(ctx: StageContext, embedder: Embedder) -> StagePlan:
-    """Embed every pending episode and fact of the tenant (the queue writes in its own short transactions)."""
+    """Fold the episodes written to the inbox while the store was held, then embed every pending episode
+    and fact of the tenant (the queue writes in its own short transactions)."""
+    with ctx.open() as con:
+        folded = fold_tenants(con, ctx.settings, [ctx.user_id], (embedder.model, embedder.dim))
     return StagePlan({
+        "inbox_rows": folded.inserted,
         "episodes": drain(ctx.settings, embedder, "episodes", ctx.user_id),
         "facts": drain(ctx.settings, embedder, "facts", ctx.user_id),
     })

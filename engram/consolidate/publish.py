@@ -6,15 +6,18 @@ from engram.consolidate.context import StageContext, StagePlan
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
 from engram.index.writer import write_tenant
-from engram.store import db
+from engram.store import db, inbox
 
 
 def publish(ctx: StageContext, embedder: Embedder) -> StagePlan:
     """The index files are written to new names and switched atomically; the changes feed the run report."""
     embedded = drain(ctx.settings, embedder, "facts", ctx.user_id)
+    covered = inbox.folded_stems(ctx.settings, ctx.user_id)  # listed before the index reads the store
     with ctx.open() as con:
         changes = db.query(con, "queries/consolidate/run_fact_changes", user_id=ctx.user_id, run_id=ctx.run_id)
         indexes = (write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id)
                    if ctx.settings.search_index else {})
+    if indexes.get("episodes", {}).get("written"):  # readers find these rows in the new generation now
+        indexes["inbox_segments_removed"] = inbox.remove(ctx.settings, ctx.user_id, covered)
     return StagePlan({"facts_embedded": embedded, "fact_changes": changes.height, "indexes": indexes},
                      changes=changes.to_dicts())

@@ -34,6 +34,7 @@ from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db
 from engram.store.crash import crash_point
+from engram.store.fold import fold_inbox
 from engram.store.runs import (
     LeaseHeld,
     error_text,
@@ -144,8 +145,10 @@ def run_tenant(
 def tenants_with_work(store: Settings, as_of: datetime, run_id: str | None = None,
                       stages: list[str] | tuple[str, ...] = STAGES) -> list[str]:
     """Tenants with anything for the night to do, and those run `run_id` began and did not finish with
-    every one of `stages` (queued reviews count only when an LLM can decide them)."""
+    every one of `stages` (queued reviews count only when an LLM can decide them). The store's inbox is
+    folded first: episodes written while it was held are work too."""
     with db.open_store(store) as con:
+        fold_inbox(con, store)
         found = {r[0] for r in db.rows(
             con, "queries/consolidate/tenants_with_work", as_of=as_of, with_llm=store.llm != "none", rate=store.decay_rate,
             threshold=store.deprecate_below, retire_before=as_of - timedelta(days=store.retention_days))}

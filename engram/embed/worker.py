@@ -17,11 +17,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, inbox
+from engram.store.fold import fold_inbox
 from engram.store.sharding import all_shard_settings
+from engram.store.vectors import l2_normalize, validate_vectors
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +42,19 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     them longer than LOCK_WAIT_S. A missing store is skipped (the worker never creates one); any other
     error (a failing embedder) is raised, with what was embedded before it kept.
     """
-    counts = {"episodes": 0, "facts": 0, "locked": 0}
+    counts = {"episodes": 0, "facts": 0, "locked": 0, "folded": 0, "inbox_embedded": 0}
     short = settings.model_copy(update={"lock_timeout_s": min(settings.lock_timeout_s, LOCK_WAIT_S)})
     for store in all_shard_settings(short, existing_only=True):
         if not Path(store.db_path).exists():
             continue
+        if inbox.has_pending(store):
+            with db.open_store_if_free(store) as con:
+                if con is not None:
+                    counts["folded"] += fold_inbox(con, store, (embedder.model, embedder.dim)).inserted
+            if con is None:  # the night holds the store: readers get the inbox's vectors from beside it
+                counts["inbox_embedded"] += embed_inbox(store, embedder, stop)
+                counts["locked"] += 1
+                continue
         try:
             for table in TABLES:
                 if stop is not None and stop():
@@ -53,6 +65,27 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
                 raise
             counts["locked"] += 1
     return counts
+
+
+def embed_inbox(settings: Settings, embedder: Embedder, stop: Callable[[], bool] | None = None) -> int:
+    """Embed the pending inbox segments that have no vectors yet and keep the vectors beside each (no
+    store needed): a reader that finds the store held finds these episodes by meaning, and the fold
+    stores them embedded. Returns the rows embedded."""
+    done = 0
+    for user in inbox.tenants(settings):
+        for seg in inbox.segments(settings, user):
+            if stop is not None and stop():
+                return done
+            if seg.folded or seg.vectors_path(embedder.model, embedder.dim).exists():
+                continue
+            rows = inbox.read(seg)
+            if rows is None or not rows.num_rows:
+                continue
+            vectors = validate_vectors(np.asarray(embedder.embed(rows["content"].to_pylist()), np.float32),
+                                       embedder.dim)
+            inbox.write_vectors(seg, embedder.model, embedder.dim, l2_normalize(vectors))
+            done += rows.num_rows
+    return done
 
 
 def watch(
@@ -74,13 +107,13 @@ def watch(
     poll_s = settings.embed_poll_s if poll_s is None else poll_s
     stop = stop or threading.Event()
     run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
-    totals = {"episodes": 0, "facts": 0, "locked": 0, "passes": 0}
+    totals = {"episodes": 0, "facts": 0, "locked": 0, "folded": 0, "inbox_embedded": 0, "passes": 0}
     start = time.monotonic()
     was_locked = False
     while True:
         counts = run_pass(settings, embedder)
         totals["passes"] += 1
-        for key in ("episodes", "facts", "locked"):
+        for key in ("episodes", "facts", "locked", "folded", "inbox_embedded"):
             totals[key] += counts.get(key, 0)
         if counts.get("episodes") or counts.get("facts"):
             logger.info("embedding worker: embedded %d episode(s), %d fact(s)", counts["episodes"], counts["facts"])

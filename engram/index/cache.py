@@ -6,10 +6,13 @@ import logging
 import threading
 from typing import Any
 
+import pyarrow as pa
+
 from engram.index.delta import check_against_store, mask_deleted, read_delta
 from engram.index.disk import IndexNotPublished, IndexUnusable, current, index_dir
 from engram.index.generation import Generation
 from engram.index.merged import PersistedTableIndex
+from engram.index.published import PUBLISHED, pending_rows
 from engram.index.vector_index import (
     CACHE,
     PendingFill,
@@ -35,7 +38,8 @@ class PersistedCache:
         self.loads = 0
 
     def get(self, con: db.Connection, settings: Any, table: str, user_id: str, model: str, dim: int,
-            signature: tuple | None = None, fill: PendingFill | None = None) -> PersistedTableIndex:
+            signature: tuple | None = None, fill: PendingFill | None = None,
+            extra: pa.Table | None = None) -> PersistedTableIndex:
         """The published index with the store's newer rows merged in (`fill`: its pending rows embedded on
         the fly); IndexUnusable when there is none usable."""
         path = index_dir(settings, user_id, table, model, dim)
@@ -60,7 +64,7 @@ class PersistedCache:
             index = self._indexes.get(key)
         if index is not None and index.gen is gen and index.signature == signature and not wants_fill(index.delta, fill):
             return index
-        delta, columns = read_delta(con, gen, table, user_id, model, dim, signature, fill)
+        delta, columns = read_delta(con, gen, table, user_id, model, dim, signature, fill, extra)
         index = PersistedTableIndex(gen, delta, columns, signature, key)
         if index.live_rows() != signature[0]:
             self._or_broken(key, name, mask_deleted, con, index, table, user_id)
@@ -102,9 +106,17 @@ def table_index(con: db.Connection, settings: Any, table: str, user_id: str, mod
     """The index a search of (tenant, table) uses: the published one with the delta merged in, or, when
     there is none usable (or settings.search_index is off), the exact in-memory one (`signature`: the
     table's signature row when the caller has just read it; `fill`: embed its pending rows on the fly)."""
+    if con is None:  # another process holds the store: what was published, and the inbox
+        return PUBLISHED.index(settings, table, user_id, model, dim, fill)
+    extra = None
+    if table == "episodes":
+        extra, inbox_sig = pending_rows(con, settings, user_id, model, dim)
+        if extra.num_rows:  # rows written while the store was held and not folded yet are searched too
+            signature = signature or table_signature(con, table, user_id)
+            signature = (signature[0] + extra.num_rows, *signature[1:3], inbox_sig)
     if settings.search_index and table in ("episodes", "facts"):
         try:
-            return PERSISTED.get(con, settings, table, user_id, model, dim, signature, fill)
+            return PERSISTED.get(con, settings, table, user_id, model, dim, signature, fill, extra)
         except IndexNotPublished:
             # normal for a table below search_index_min_rows; a warning only where publish would write one
             signature = signature or table_signature(con, table, user_id)
@@ -114,4 +126,4 @@ def table_index(con: db.Connection, settings: Any, table: str, user_id: str, mod
         except IndexUnusable as exc:
             if PERSISTED.first_warning((str(settings.db_path), user_id, table, model, dim, str(exc))):
                 log.warning("%s; searching exactly (the next publish writes the index)", exc)
-    return CACHE.get(con, settings.db_path, table, user_id, model, dim, signature, fill)
+    return CACHE.get(con, settings.db_path, table, user_id, model, dim, signature, fill, extra)

@@ -47,9 +47,11 @@ def check_against_store(con: db.Connection, gen: Generation, table: str, user_id
 
 
 def read_delta(con: db.Connection, gen: Generation, table: str, user_id: str, model: str, dim: int,
-               signature: tuple, fill: PendingFill | None = None) -> tuple[TableIndex, pa.Table]:
+               signature: tuple, fill: PendingFill | None = None, extra: pa.Table | None = None
+               ) -> tuple[TableIndex, pa.Table]:
     """The rows the generation does not hold as they are now (stored after it, updated since, or
-    unembedded then) and their search columns, in the same order."""
+    unembedded then) and their search columns, in the same order (`extra`: inbox rows the store does
+    not hold yet, with the same columns, appended)."""
     max_rowid = gen.manifest["max_rowid"]
     params = {"user_id": user_id, "model": model, "dim": dim}
     rows = db.query_arrow(con, f"queries/index/query_index_delta_{table}", **params,
@@ -61,7 +63,15 @@ def read_delta(con: db.Connection, gen: Generation, table: str, user_id: str, mo
         moved = np.isin(np.asarray(earlier["id"].to_pylist(), dtype=object), rows["id"].to_pylist())
         earlier = earlier.filter(pa.array(~moved))
         rows = pa.concat_tables([earlier, rows.cast(earlier.schema)])
+    rows = with_extra(rows, extra)
     return index_of_rows(rows, table, dim, signature, fill=fill), rows.select(list(gen.columns.column_names))
+
+
+def with_extra(rows: pa.Table, extra: pa.Table | None) -> pa.Table:
+    """rows followed by the extra rows (inbox rows, engram.index.published), in rows' columns and types."""
+    if extra is None or not extra.num_rows:
+        return rows
+    return pa.concat_tables([rows, extra.select(rows.column_names).cast(rows.schema)])
 
 
 def mask_deleted(con: db.Connection, index: PersistedTableIndex, table: str, user_id: str) -> None:

@@ -34,6 +34,7 @@ FORMAT = 6
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 COLUMNS_FILE = "columns.arrow"  # every row's search columns (candidates.COLUMNS), in row order, Arrow IPC
+LINKS_FILE = "links.arrow"  # a facts generation's (episode_id, fact_id) links, by episode id (optional)
 # The rows' moments sorted, and the row of each: a window's rows are one binary search away, not a scan.
 SORTED_MOMENTS, MOMENT_ORDER = "sorted_moments", "moment_order"
 ARRAYS = ("rowids", "ids", "id_order", "prev", "next", "vec_row", "vec_pos", "vectors", "pending",

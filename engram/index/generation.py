@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from engram.index.disk import (
     COLUMNS_FILE,
     FORMAT,
     HALF_VECTORS,
+    LINKS_FILE,
     MOMENT_ORDER,
     SORTED_MOMENTS,
     IndexUnusable,
@@ -90,6 +92,31 @@ class Generation:
             except (OSError, ValueError) as exc:
                 raise IndexUnusable(f"{table} index: unreadable ANN key map ({type(exc).__name__})") from None
         self.postings = Postings(self.arrays)
+
+    @cached_property
+    def links(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """A facts generation's (episode ids sorted, fact ids) links, or None when it holds none."""
+        path = self.path / LINKS_FILE
+        if self.manifest["table"] != "facts" or not path.exists():
+            return None
+        try:
+            table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise IndexUnusable(f"facts index: unreadable links ({type(exc).__name__})") from None
+        return (np.asarray(table["episode_id"].to_pylist(), dtype=str),
+                np.asarray(table["fact_id"].to_pylist(), dtype=object))
+
+    def facts_of(self, episode_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(episode_id, fact_id) for the episodes, from a facts generation's links."""
+        links = self.links
+        if links is None or not len(episode_ids):
+            return []
+        keys, facts = links
+        out = []
+        for episode_id in sorted(set(episode_ids)):
+            lo, hi = np.searchsorted(keys, episode_id, "left"), np.searchsorted(keys, episode_id, "right")
+            out.extend((episode_id, str(f)) for f in facts[lo:hi])
+        return out
 
     def graph(self, expansion: int) -> Any:
         """A view of the ANN graph of its own searched at `expansion` (the shared one keeps the query

@@ -53,6 +53,7 @@ class TableIndex:
     pos: dict[str, int] = field(default_factory=dict)
     pending: int = 0            # rows without a vector of the active embedder when it was built
     filled: bool = False        # some of them were embedded on the fly (PendingFill)
+    inbox: tuple[int, pa.Table] | None = None  # (first position, columns) of inbox rows the store lacks
     _bm25: BM25 | None = None
     _sketch: list[np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -269,11 +270,18 @@ FILLED = _FillCache()
 
 def build_index(con: db.Connection, table: str, user_id: str, model: str, dim: int, signature: tuple,
                 key: tuple = (), query: str | None = None, fill: PendingFill | None = None,
-                **params: Any) -> TableIndex:
-    """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows)."""
+                extra: pa.Table | None = None, **params: Any) -> TableIndex:
+    """Read one table of one tenant into a TableIndex (`query` and `params`: a subset of the rows; `extra`:
+    inbox rows the store does not hold yet, appended)."""
     arrow = db.query_arrow(con, query or f"queries/index/query_index_{table}", user_id=user_id, model=model, dim=dim,
                            **params)
-    return index_of_rows(arrow, table, dim, signature, key, fill)
+    stored = arrow.num_rows
+    if extra is not None and extra.num_rows:
+        arrow = pa.concat_tables([arrow, extra.select(arrow.column_names).cast(arrow.schema)])
+    index = index_of_rows(arrow, table, dim, signature, key, fill)
+    if extra is not None and extra.num_rows:
+        index.inbox = (stored, extra)
+    return index
 
 
 def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: tuple = (),
@@ -383,7 +391,8 @@ class IndexCache:
         self.builds = 0
 
     def get(self, con: db.Connection, db_path: Path | str, table: str, user_id: str, model: str, dim: int,
-            signature: tuple | None = None, fill: PendingFill | None = None) -> TableIndex:
+            signature: tuple | None = None, fill: PendingFill | None = None,
+            extra: pa.Table | None = None) -> TableIndex:
         """The current index of (tenant, table) for vectors of (model, dim); rebuilt if the rows changed
         (`signature`: the table's signature row when the caller has just read it), or to embed its pending
         rows on the fly when `fill` asks and it was built without."""
@@ -397,7 +406,7 @@ class IndexCache:
             if entry is not None and entry.signature == signature and not wants_fill(entry, fill):
                 self._entries.move_to_end(key)
                 return entry
-        index = build_index(con, table, user_id, model, dim, signature, key, fill=fill)
+        index = build_index(con, table, user_id, model, dim, signature, key, fill=fill, extra=extra)
         log.info("built %s index: %d rows, %d vectors", table, index.n, index.matrix.shape[0])
         with self._lock:
             self.builds += 1

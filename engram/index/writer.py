@@ -28,6 +28,7 @@ from engram.index.disk import (
     CURRENT,
     FORMAT,
     HALF_VECTORS,
+    LINKS_FILE,
     MOMENT_ORDER,
     SORTED_MOMENTS,
     index_dir,
@@ -46,7 +47,7 @@ from engram.index.vector_index import (
     unit_signatures,
 )
 from engram.index.windows import row_moments
-from engram.store import db
+from engram.store import db, inbox
 from engram.text.tokens import tokenize
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         max_rowid = db.rows(con, f"queries/index/index_max_rowid_{table}")[0][0]
         index = build_index(con, table, user_id, model, dim, signature)
         columns = db.query_arrow(con, f"queries/index/index_columns_{table}", user_id=user_id)
+        links = db.query_arrow(con, "queries/index/index_links_facts", user_id=user_id) if table == "facts" else None
     newest_update = pc.max(columns["changed_at"]).as_py() if columns.num_rows else None
     # readers read again the rows updated after this: the newest update in the snapshot (one statement
     # gives every row it updates the same time, so `after`, not `from`, keeps a night's last stage out of
@@ -119,6 +121,8 @@ def write(con: db.Connection, settings: Any, table: str, user_id: str, model: st
         for key, array in arrays.items():
             save_array(tmp / f"{key}.npy", array)
         save_table(tmp / COLUMNS_FILE, columns)
+        if links is not None:
+            save_table(tmp / LINKS_FILE, links)
         ann = n_vec >= ANN_MIN
         graph: dict[str, Any] = {}
         if ann:
@@ -156,7 +160,10 @@ def write_tenant(settings: Any, con: db.Connection, user_id: str, model: str, di
     for table in tables:
         signature = signatures[table]
         published = (index_dir(settings, user_id, table, model, dim) / CURRENT).exists()
-        if signature[0] < settings.search_index_min_rows and not published:
+        # a tenant written through add_episodes (it has an inbox) is read without the store while the
+        # night holds it: those readers need a generation of every table, whatever its size
+        hot = signature[0] > 0 and inbox.tenant_dir(settings, user_id).exists()
+        if signature[0] < settings.search_index_min_rows and not published and not hot:
             out[table] = {"rows": signature[0], "written": False}
             continue
         out[table] = write(con, settings, table, user_id, model, dim, run_id, signature)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
+
 from engram.decay import decayed
 from engram.errors import StoreError
 from engram.index.vector_index import CACHE
@@ -67,6 +69,15 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
     held = index.candidate_rows(rows) if table in TEXT_FROM_INDEX else None
     if held is not None:
         return _keep(index, held, f)
+    inbox_rows = []
+    if getattr(index, "inbox", None) is not None:  # rows written while the store was held: not in it yet
+        first, columns = index.inbox
+        inbox_rows = [r for r in rows if r >= first]
+        rows = [r for r in rows if r < first]
+        inbox_rows = [row | {"row_id": int(index.rowids[r]), "id": index.ids[r], "pos": r} for r, row in
+                      zip(inbox_rows, columns.select([c for c in COLUMNS[table][2:] if c in columns.column_names])
+                          .take(pa.array([r - first for r in inbox_rows], pa.int64())).to_pylist(),
+                          strict=True)] if inbox_rows else []
     expected = {int(index.rowids[r]): index.ids[r] for r in rows}
     if table == "kg_entities":
         params: dict[str, Any] = {"user_id": f.user_id, "row_ids": list(expected),
@@ -75,7 +86,7 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         params = {"user_id": f.user_id, "row_ids": list(expected)}
     names = COLUMNS[table]
     found = {}
-    for values in db.rows(con, CANDIDATE_QUERIES[table], **params):
+    for values in db.rows(con, CANDIDATE_QUERIES[table], **params) if expected else ():
         row = dict(zip(names, values, strict=True))
         found[row["row_id"]] = row
     if len(found) != len(expected) or any(found[r]["id"] != i for r, i in expected.items() if r in found):
@@ -87,7 +98,7 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         row["pos"] = at[rowid]  # the row's position in the index
     if table == "kg_entities":  # its query decides eligibility (no index of its own on disk)
         return {row["id"]: row for row in found.values() if row.pop("eligible")}
-    return _keep(index, list(found.values()), f)
+    return _keep(index, list(found.values()) + inbox_rows, f)
 
 
 def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[str, Any]]:

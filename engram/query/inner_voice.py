@@ -22,7 +22,7 @@ from engram.query.common import (
 )
 from engram.query.snippets import cut_at_sentence
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, inbox
 from engram.store.ingest import EPISODE_SCHEMA, validate_record
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
@@ -99,6 +99,7 @@ def _run(con, settings, embedder, qvec, content, top_k, sim_thresh, stage_kg, co
         if mark and sources:
             marked = [r[0] for r in db.rows(con, "queries/query/query_mark_removal", user_id=user_id,
                                              ids=[s["thought_id"] for s in sources])]
+            inbox.withdraw(settings, user_id, marked)
     log.info("inner_voice: %d source(s), saved=%s, staged=%s, marked=%d", len(sources), bool(saved_id), staged,
              len(marked))
     return {"synthesized_answer": answer, "saved_thought_id": saved_id, "sources": public_sources(sources),

@@ -18,6 +18,7 @@ from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
 from engram.errors import InvalidInput
 from engram.index.cache import table_index
+from engram.index.published import PUBLISHED
 from engram.index.vector_index import (
     NO_CONTEXT,
     Context,
@@ -180,7 +181,8 @@ def search_memory(
     tables = SEARCH_TYPES[search_type]
     with ExitStack() as stack:
         try:
-            reader = con if con is not None else stack.enter_context(db.open_reader(settings))
+            # None while another process holds the store: the published indexes and the inbox answer
+            reader = con if con is not None else stack.enter_context(db.open_reader_if_free(settings))
         except BaseException:
             if embedding_soon is not None:
                 embedding_soon.result()  # an embedder that fails says so first, as it does without the overlap
@@ -240,11 +242,11 @@ def _search_units(
     rank to one fact only (its best-ranked statement), so one turn never fills several slots.
     """
     pool = max(3 * limit, MIN_CANDIDATES)
-    signatures = unit_signatures(con, f.user_id)  # one round trip checks both indexes
+    # one round trip checks both indexes
+    signatures = unit_signatures(con, f.user_id) if con is not None else {"episodes": None, "facts": None}
     episodes = _search_one(con, settings, "episodes", query, qvec, embedder, pool, f, method, windows=windows,
                            signature=signatures["episodes"])
-    links = db.rows(con, "queries/query/facts_of_episodes", user_id=f.user_id,
-                    episode_ids=[h.id for h in episodes]) if episodes else []
+    links = _facts_of_episodes(con, settings, f.user_id, embedder, [h.id for h in episodes]) if episodes else []
     facts_of: dict[str, list[str]] = defaultdict(list)
     has_current: set[str] = set()
     has_replaced: set[str] = set()
@@ -291,6 +293,15 @@ def _search_units(
         if len(out) == limit:
             break
     return out
+
+
+def _facts_of_episodes(con: db.Connection | None, settings: Settings, user_id: str, embedder: Any,
+                       episode_ids: list[str]) -> list[tuple]:
+    """(episode_id, fact_id, status, valid_from, valid_to) of the facts made from these episodes: from the
+    store, or from the published facts index while another process holds it."""
+    if con is None:
+        return PUBLISHED.facts_of_episodes(settings, user_id, embedder.model, embedder.dim, episode_ids)
+    return db.rows(con, "queries/query/facts_of_episodes", user_id=user_id, episode_ids=episode_ids)
 
 
 def search_table(

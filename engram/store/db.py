@@ -209,6 +209,40 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
 
 
 @contextmanager
+def open_store_if_free(settings: Any) -> Iterator[Connection | None]:
+    """open_store without waiting: None when another process holds the store (the night, a writer).
+
+    The hot path takes this instead of queueing behind the night: a writer appends to the inbox
+    (engram.store.inbox), a reader answers from what was published (engram.index.published).
+    """
+    with ExitStack() as stack:
+        try:
+            con = stack.enter_context(open_store(_no_wait(settings)))
+        except StoreError as exc:
+            if not is_lock_timeout(exc):
+                raise
+            con = None
+        yield con
+
+
+@contextmanager
+def open_reader_if_free(settings: Any) -> Iterator[Connection | None]:
+    """open_reader without waiting: None when another process holds the store read-write."""
+    with ExitStack() as stack:
+        try:
+            con = stack.enter_context(open_reader(_no_wait(settings)))
+        except StoreError as exc:
+            if not is_lock_timeout(exc):
+                raise
+            con = None
+        yield con
+
+
+def _no_wait(settings: Any) -> Any:
+    return settings.model_copy(update={"lock_timeout_s": 0.0}) if hasattr(settings, "model_copy") else settings
+
+
+@contextmanager
 def held_open(settings: Any) -> Iterator[None]:
     """Keep the store open while the block runs (when settings.hold_store_open).
 

@@ -10,7 +10,7 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,17 @@ import pyarrow as pa
 from engram import clock
 from engram.errors import InvalidInput
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, inbox
+from engram.store.fold import fold_tenants
+from engram.store.insert import (
+    EPISODE_SCHEMA,
+    IngestRejected,
+    IngestResult,
+    RowError,
+    distinct_records,
+    insert_rows,
+    record_key,
+)
 from engram.store.sharding import shard_of, shard_settings
 from engram.store.tenant import normalise_user_id, user_id_problem
 from engram.store.vectors import validate_vectors
@@ -39,44 +49,6 @@ KNOWN_FIELDS = {
     "id", "user_id", "content", "created_at", "session_id", "role", "kind", "origin",
     "tags", "is_private", "visibility", "metadata", "is_summary", "summary_of", "pipeline",
 }
-
-
-@dataclass(frozen=True)
-class RowError:
-    """One rejected input row: its 1-based line (or row) number, the field and why."""
-
-    line: int
-    field: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.field}: {self.reason}"
-
-
-@dataclass
-class IngestResult:
-    """What an ingest did."""
-
-    received: int = 0
-    inserted: int = 0
-    duplicates: int = 0
-    invalid: list[RowError] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
-
-
-class IngestRejected(InvalidInput):
-    """The whole batch was rejected; `errors` lists every bad row."""
-
-    def __init__(self, errors: list[RowError]) -> None:
-        self.errors = errors
-        shown = "; ".join(str(e) for e in errors[:20])
-        more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
-        super().__init__(f"{len(errors)} invalid row(s), nothing ingested: {shown}{more}")
-
-    @classmethod
-    def summary(cls, errors: list[RowError], note: str = "") -> InvalidInput:
-        """The one-line count for a caller that already printed every row error."""
-        return InvalidInput(f"{len(errors)} invalid row(s), nothing ingested{note}")
 
 
 def _parse_time(value: Any) -> datetime:
@@ -234,16 +206,6 @@ def episode_id(row: Mapping[str, Any]) -> str:
     )
 
 
-def natural_key(row: Mapping[str, Any]) -> tuple:
-    """The record's session, role, time and content: a record given twice without an id is a retry."""
-    return (row["user_id"], row["session_id"], row["role"], row["created_at"], row["content_hash"])
-
-
-def record_key(row: Mapping[str, Any]) -> tuple:
-    """What makes two records the same record: the explicit id, else the natural key."""
-    return (row["user_id"], "id", row["id"]) if row["id_given"] else natural_key(row)
-
-
 class _IngestClock:
     """Hands out strictly increasing timestamps, so records without created_at keep their order.
 
@@ -296,20 +258,6 @@ class _FieldError(ValueError):
         self.reason = reason
 
 
-EPISODE_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()), ("role", pa.string()),
-        ("session_id", pa.string()), ("content", pa.string()), ("created_at", pa.timestamp("us")),
-        ("ingested_at", pa.timestamp("us")), ("origin", pa.string()), ("visibility", pa.string()),
-        ("is_private", pa.bool_()), ("tags", pa.list_(pa.string())), ("content_hash", pa.string()),
-        ("embedding", pa.list_(pa.float32())), ("embedding_model", pa.string()),
-        ("embedding_dim", pa.int32()), ("status", pa.string()), ("is_summary", pa.bool_()),
-        ("summary_of", pa.list_(pa.string())), ("pipeline", pa.string()), ("metadata", pa.string()),
-        ("id_given", pa.bool_()),
-    ]
-)
-
-
 def add_episodes(
     records: Iterable[Mapping[str, Any]],
     settings: Settings,
@@ -357,20 +305,17 @@ def add_episodes(
             )
     bad_lines = {e.line for e in result.invalid}
     kept = [(n, r) for n, r in zip(good_numbers, good, strict=True) if n not in bad_lines]
-    if con is None:
-        with db.open_store(settings) as own:
-            result.ids = _insert(own, kept, skip_invalid, result)
+    if con is not None:
+        result.ids = insert_rows(con, kept, skip_invalid, result)
     else:
-        result.ids = _insert(con, kept, skip_invalid, result)
-    result.duplicates = len(result.ids) - result.inserted
+        with db.open_store_if_free(settings) as own:
+            if own is None:  # the night (or another writer) holds the store: never wait for it
+                result.ids = _queue(settings, kept, result)
+            else:
+                fold_tenants(own, settings, {row["user_id"] for _, row in kept})
+                result.ids = insert_rows(own, kept, skip_invalid, result, journal=settings)
+    result.duplicates = len(result.ids) - result.inserted - result.queued
     return result
-
-
-def _stored_ids_sharing_a_natural_key(con: db.Connection, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
-    """(user_id, id) already stored, of the explicit ids whose natural key a record without id shares."""
-    without_id = {natural_key(r) for r in rows if not r["id_given"]}
-    probe = sorted({r["id"] for r in rows if r["id_given"] and natural_key(r) in without_id})
-    return {(u, i) for u, i in db.rows(con, "queries/store/episode_ids_stored", ids=probe)} if probe else set()
 
 
 def _id_conflicts_in_batch(rows: list[dict[str, Any]], numbers: list[int]) -> list[RowError]:
@@ -399,50 +344,21 @@ def _check_embeddings(
     return arr
 
 
-def _insert(
-    con: db.Connection, numbered: list[tuple[int, dict[str, Any]]], skip_invalid: bool, result: IngestResult
-) -> list[str]:
-    """Append the batch's distinct records in one transaction; return each record's stored id.
+def _queue(settings: Settings, numbered: list[tuple[int, dict[str, Any]]], result: IngestResult) -> list[str]:
+    """Append the batch's distinct records to the inbox (one segment per tenant); return each record's id.
 
-    A record without an id repeats an earlier one (in the batch or the store) with the same natural
-    key. A record whose explicit id is already stored for other content is a row error (the batch
-    is rejected unless skip_invalid, then that row is skipped and gets no id).
+    The rules within the batch are applied now; what needs the store (a repeat of a stored record, an
+    explicit id stored for other content) is applied when the segment is folded (engram.store.fold).
     """
-    unique: dict[tuple, dict[str, Any]] = {}
-    by_natural: dict[tuple, tuple] = {}
-    keys: list[tuple] = []
-    stored = _stored_ids_sharing_a_natural_key(con, [row for _, row in numbered])
-    for _, row in numbered:
-        key = record_key(row)
-        if not row["id_given"]:
-            key = by_natural.get(key, key)
-        kept = unique.setdefault(key, row)
-        # A record without id repeats the record kept under an id, not a discarded retry of it that
-        # named another session or role; and an id already stored keeps its stored natural key.
-        if not (kept["id_given"] and (kept["user_id"], kept["id"]) in stored):
-            by_natural.setdefault(natural_key(kept), key)
-        keys.append(key)
-    table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
-    # registered outside the transaction: unregistering inside an aborted one would mask the error
-    with db.registered(con, "incoming_episodes", table), db.transaction(con):
-        conflicts = {i for (i,) in db.rows(con, "queries/store/episode_id_conflicts")}
-        if conflicts:
-            errors = [RowError(n, "id", f"{r['id']!r} is already stored with different content")
-                      for n, r in numbered if r["id_given"] and r["id"] in conflicts]
-            if not skip_invalid:
-                raise IngestRejected(errors)
-            result.invalid.extend(errors)
-        before = db.rows(con, "queries/store/count_episodes")[0][0]
-        db.execute(con, "queries/store/insert_episodes")
-        after = db.rows(con, "queries/store/count_episodes")[0][0]
-        renamed = dict(db.rows(con, "queries/store/episode_ids_stored_under_other_id"))
-    result.inserted = after - before
-    ids: list[str] = []
-    for key in keys:
-        row = unique[key]
-        if not (row["id_given"] and row["id"] in conflicts):
-            ids.append(renamed.get(row["id"], row["id"]))
-    return ids
+    unique, keys = distinct_records(numbered)
+    by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in unique.values():
+        by_user[row["user_id"]].append(row)
+    for user, rows in sorted(by_user.items()):
+        inbox.write_segment(settings, user, pa.Table.from_pylist(rows, schema=EPISODE_SCHEMA))
+    result.queued = len(unique)
+    log.info("store held by another process: %d record(s) queued in the inbox", len(unique))
+    return [unique[key]["id"] for key in keys]
 
 
 def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[Any]]:
