@@ -107,6 +107,11 @@ class Settings(BaseSettings):
         None, description="Another ONNX model file for the minilm embedder (sha256 unchecked)."
     )
     embed_batch_size: int = bounded(64, 1, 4096, "Texts per embedder call.")
+    hot_path: Literal["shared", "inbox"] = Field(
+        "shared", description="How an agent's process uses the store. shared: it writes and reads the store "
+        "when no other process holds it, and the inbox and the published indexes when one does (never waiting). "
+        "inbox: it never opens the store: writes always go to the inbox (the embedding worker folds them in "
+        "seconds) and searches always read the published indexes plus the inbox.")
     embed_poll_s: float = bounded(
         2.0, 0.1, 3600.0, "Seconds the embedding worker (`engram embed --watch`, the embedding-worker deployment) "
         "sleeps between passes over the queue: an episode is found by meaning about this long plus its embedding "

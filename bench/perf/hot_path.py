@@ -59,10 +59,11 @@ def worker_drain_once() -> Any:
     return getattr(worker, "drain_once", None)
 
 
-def settings_for(path: Path, embedder: str) -> Any:
+def settings_for(path: Path, embedder: str, hot_path: str = "shared") -> Any:
     from engram.settings import load_settings
 
-    return load_settings(db_path=path, embedder=embedder, llm="none", archive_dir=path.parent / "archive")
+    return load_settings(db_path=path, embedder=embedder, llm="none", archive_dir=path.parent / "archive",
+                         hot_path=hot_path)
 
 
 def distinct_word(rng: random.Random) -> str:
@@ -71,9 +72,11 @@ def distinct_word(rng: random.Random) -> str:
 
 
 def build_store(path: Path, tenants: int, turns: int, embedder: str, as_of: Any) -> str:
-    """`turns` conversation turns per tenant, dated over the week before `as_of`, none consolidated."""
+    """`turns` conversation turns per tenant, dated over the week before `as_of`: the first half through
+    a night already (embedded, consolidated, published, as a store in use is), the second half new."""
     import engram
     from bench.perf.ingest import corpus_texts
+    from engram.consolidate.runner import consolidate_tenants
 
     texts, source = corpus_texts()
     settings = settings_for(path, embedder)
@@ -81,7 +84,15 @@ def build_store(path: Path, tenants: int, turns: int, embedder: str, as_of: Any)
         rows = [{"id": f"turn-{t}-{i}", "user_id": f"tenant-{t}", "content": texts[(t * turns + i) % len(texts)],
                  "created_at": as_of - timedelta(days=7) + timedelta(seconds=i * 7 * 86400 // turns),
                  "session_id": f"s{t}-{i // 40}", "role": "user" if i % 2 else "assistant"} for i in range(turns)]
-        for start in range(0, turns, 1000):
+        for start in range(0, turns // 2, 1000):
+            engram.add_episodes(rows[start:min(start + 1000, turns // 2)], settings)
+    consolidate_tenants(settings, "hot-path-previous-night", as_of - timedelta(days=3))
+    for t in range(tenants):
+        rows = [{"id": f"turn-{t}-{i}", "user_id": f"tenant-{t}", "content": texts[(t * turns + i) % len(texts)],
+                 "created_at": as_of - timedelta(days=7) + timedelta(seconds=i * 7 * 86400 // turns),
+                 "session_id": f"s{t}-{i // 40}", "role": "user" if i % 2 else "assistant"}
+                for i in range(turns // 2, turns)]
+        for start in range(0, len(rows), 1000):
             engram.add_episodes(rows[start:start + 1000], settings)
     return source
 
@@ -92,7 +103,8 @@ def hot_loop(config: str) -> None:
     from engram.query.search import search_memory
 
     c = json.loads(config)
-    settings, rng, tenants = settings_for(Path(c["path"]), c["embedder"]), random.Random(c["seed"]), c["tenants"]
+    settings = settings_for(Path(c["path"]), c["embedder"], c["hot_path"])
+    rng, tenants = random.Random(c["seed"]), c["tenants"]
     out: dict[str, Any] = {"add_ms": [], "search_ms": [], "add_failures": [], "search_failures": [],
                            "found": [], "meaning_s": []}
     probe = MeaningProbe(settings, c["probe_every_s"]) if c["meaning"] else None
@@ -178,6 +190,8 @@ def embed_worker(config: str) -> None:
     settings, drain_once = settings_for(Path(c["path"]), c["embedder"]), worker_drain_once()
     params = inspect.signature(drain_once).parameters
     kwargs = {"embedder": embedders.from_settings(settings)} if "embedder" in params else {}
+    if "stop" in params:
+        kwargs["stop"] = lambda: os.path.exists(c["stop"])
     while not os.path.exists(c["stop"]):
         try:
             drain_once(settings, **kwargs)
@@ -257,12 +271,15 @@ def fmt_meaning(m: list[float | None], measured: bool) -> str:
 def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: dict[str, Any], night_s: float,
            night_info: dict[str, Any], total_s: float, measured: bool) -> str:
     cmd = (f"python -m bench.perf.hot_path --tenants {args.tenants} --turns {args.turns} "
-           f"--seconds {args.seconds:g} --embedder {args.embedder}")
+           f"--seconds {args.seconds:g} --embedder {args.embedder} --hot-path {args.hot_path}")
     lines = [
         "# The hot path (add, then search) during a nightly run", "",
         f"- date: {time.strftime('%Y-%m-%d %H:%M')}; machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}",
-        f"- store: {args.tenants} tenants x {args.turns:,} turns ({source}), embedder {args.embedder}, no LLM",
+        f"- store: {args.tenants} tenants x {args.turns:,} turns ({source}), the first half consolidated by a "
+        f"previous night; embedder {args.embedder}, no LLM; the agent's process runs with "
+        f"ENGRAM_HOT_PATH={args.hot_path}",
+        "- the embedding worker (drain_once in a loop) runs in both phases",
         f"- night: consolidate_tenants over {night_info.get('tenants', '?')} tenants in another process took "
         f"{night_s:.1f} s (failed or skipped tenants: {night_info.get('failed') or 'none'}); whole bench {total_s:.0f} s",
         f"- command: `{cmd}`", "",
@@ -316,6 +333,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30, help="length of the idle baseline phase")
     parser.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
     parser.add_argument("--probe-every", type=float, default=15, help="seconds between found-by-meaning probes")
+    parser.add_argument("--hot-path", choices=["shared", "inbox"], default="inbox",
+                        help="ENGRAM_HOT_PATH of the agent's process (the night and the worker: shared)")
     parser.add_argument("--out", type=Path, default=REPORT)
     args = parser.parse_args()
     from engram import clock
@@ -327,7 +346,7 @@ def main() -> None:
     source = build_store(path, args.tenants, args.turns, args.embedder, clock.now())
     measured = worker_drain_once() is not None
     base = {"path": str(path), "embedder": args.embedder, "tenants": args.tenants, "seed": 0,
-            "meaning": measured, "probe_every_s": args.probe_every}
+            "meaning": measured, "probe_every_s": args.probe_every, "hot_path": args.hot_path}
     idle = run_phase("idle", base, args.seconds, workdir, with_night=False)
     busy = run_phase("busy", {**base, "seed": 1}, 86_400, workdir, with_night=True)
     text = report(args, source, summary(idle), summary(busy), busy["seconds"], busy, time.perf_counter() - t0, measured)

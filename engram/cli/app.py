@@ -138,12 +138,16 @@ def ingest(
         fail(exc)
     if result.received == 0:
         echo(f"{file}: no records in the file, nothing ingested", err=True)
-    summary = {"received": result.received, "inserted": result.inserted,
+    summary = {"received": result.received, "inserted": result.inserted, "queued": result.queued,
                "duplicates": result.duplicates, "invalid": [str(e) for e in result.invalid]}
     if as_json:
         emit(summary, True)
         return
-    echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
+    if result.queued:  # the nightly run (or the worker) holds the store
+        echo(f"queued {result.queued} episode(s) in the inbox (the store is busy; they are folded in shortly), "
+             f"{result.duplicates} duplicate(s) skipped")
+    else:
+        echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")
     for err in result.invalid:
         echo(f"skipped {file}: {err}", err=True)
 

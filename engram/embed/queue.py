@@ -12,8 +12,9 @@ import pyarrow as pa
 from engram.embed.models import Embedder, validate_vectors
 from engram.errors import EmbedderUnavailable
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, inbox
 from engram.store.crash import crash_point
+from engram.store.fold import fold_tenants
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,8 @@ def drain(
     progress: Callable[[int], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> int:
-    """Embed every pending row of `table`; returns how many were embedded.
+    """Embed every pending row of `table`; returns how many were embedded. Episodes waiting in the
+    store's inbox (engram.store.inbox) are folded in first.
 
     The connection is closed while the model runs, so other processes can write in between. Each
     opening stores what was embedded since the last one and reads up to READ_ROWS more rows, which
@@ -64,8 +66,13 @@ def drain(
     size = settings.embed_batch_size
     done = 0
     finished: list[pa.Table] = []
+    fold = table == "episodes"
     while True:
         with db.open_store(settings) as con:
+            if fold:  # episodes written to the inbox while the store was held join the queue first
+                users = [user_id] if user_id else inbox.tenants(settings)
+                fold_tenants(con, settings, users, (embedder.model, embedder.dim))
+                fold = False
             done += _store(con, store_sql, finished, table, done)
             pending = db.rows(con, pending_sql, user_id=user_id, limit=max(size, READ_ROWS))
         finished = []

@@ -23,7 +23,6 @@ from engram.embed.models import Embedder
 from engram.embed.queue import drain
 from engram.settings import Settings
 from engram.store import db, inbox
-from engram.store.fold import fold_inbox
 from engram.store.sharding import all_shard_settings
 from engram.store.vectors import l2_normalize, validate_vectors
 
@@ -42,19 +41,11 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     them longer than LOCK_WAIT_S. A missing store is skipped (the worker never creates one); any other
     error (a failing embedder) is raised, with what was embedded before it kept.
     """
-    counts = {"episodes": 0, "facts": 0, "locked": 0, "folded": 0, "inbox_embedded": 0}
+    counts = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0}
     short = settings.model_copy(update={"lock_timeout_s": min(settings.lock_timeout_s, LOCK_WAIT_S)})
     for store in all_shard_settings(short, existing_only=True):
         if not Path(store.db_path).exists():
             continue
-        if inbox.has_pending(store):
-            with db.open_store_if_free(store) as con:
-                if con is not None:
-                    counts["folded"] += fold_inbox(con, store, (embedder.model, embedder.dim)).inserted
-            if con is None:  # the night holds the store: readers get the inbox's vectors from beside it
-                counts["inbox_embedded"] += embed_inbox(store, embedder, stop)
-                counts["locked"] += 1
-                continue
         try:
             for table in TABLES:
                 if stop is not None and stop():
@@ -64,6 +55,8 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
             if not db.is_lock_timeout(exc):
                 raise
             counts["locked"] += 1
+            # readers that find the store held find the inbox's episodes by meaning with these vectors
+            counts["inbox_embedded"] += embed_inbox(store, embedder, stop)
     return counts
 
 
@@ -107,13 +100,13 @@ def watch(
     poll_s = settings.embed_poll_s if poll_s is None else poll_s
     stop = stop or threading.Event()
     run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
-    totals = {"episodes": 0, "facts": 0, "locked": 0, "folded": 0, "inbox_embedded": 0, "passes": 0}
+    totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "passes": 0}
     start = time.monotonic()
     was_locked = False
     while True:
         counts = run_pass(settings, embedder)
         totals["passes"] += 1
-        for key in ("episodes", "facts", "locked", "folded", "inbox_embedded"):
+        for key in ("episodes", "facts", "locked", "inbox_embedded"):
             totals[key] += counts.get(key, 0)
         if counts.get("episodes") or counts.get("facts"):
             logger.info("embedding worker: embedded %d episode(s), %d fact(s)", counts["episodes"], counts["facts"])

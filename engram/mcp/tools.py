@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput
+from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput, StoreError
 from engram.settings import Settings
+from engram.store import db
 from engram.store.ingest import KINDS, MAX_CONTENT_CHARS, ORIGINS, VISIBILITIES
 
 MAX_EPISODES = 1000        # episodes per add_memory call
@@ -150,12 +151,17 @@ def _add_memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         episodes = [{k: v for k, v in args.items() if k in _EPISODE_FIELDS}]
     records = [{**{k: v for k, v in e.items() if v is not None}, "user_id": ctx.user_id} for e in episodes]
     result = add_episodes(records, ctx.settings, user_id=ctx.user_id)
-    out: dict[str, Any] = {"received": result.received, "inserted": result.inserted,
+    out: dict[str, Any] = {"received": result.received, "inserted": result.inserted, "queued": result.queued,
                            "duplicates": result.duplicates, "ids": result.ids, "embedded": 0}
+    if result.queued:  # the store is held (the night): the worker or the night embeds them; never wait
+        return out
     try:
-        out["embedded"] = drain(ctx.settings, ctx.embedder(), "episodes", ctx.user_id)
+        out["embedded"] = drain(db.no_wait(ctx.settings), ctx.embedder(), "episodes", ctx.user_id)
     except EmbedderUnavailable as exc:  # the rows are stored; they stay queued for `engram embed`
         out["warning"] = {"code": exc.code, "message": f"stored but not embedded yet: {exc}"}
+    except StoreError as exc:
+        if not db.is_lock_timeout(exc):  # held again since the write: the worker embeds them
+            raise
     return out
 
 
@@ -308,7 +314,6 @@ def _moderate_schema(s: Settings) -> dict[str, Any]:
 
 
 def _moderate(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
-    from engram.store import db
     from engram.thoughtdb import kg_moderation
 
     with db.open_store(ctx.settings) as con:
@@ -332,7 +337,6 @@ def _why_schema(s: Settings) -> dict[str, Any]:
 
 
 def _why(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
-    from engram.store import db
     from engram.thoughtdb import why
 
     with db.open_store(ctx.settings, read_only=not a["save"]) as con:
@@ -346,7 +350,6 @@ def _why(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
 # ---- memory_stats
 
 def _stats(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
-    from engram.store import db
 
     with db.open_store(ctx.settings) as con:
         rows = db.rows(con, "queries/store/stats", user_id=ctx.user_id)

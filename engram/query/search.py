@@ -182,7 +182,8 @@ def search_memory(
     with ExitStack() as stack:
         try:
             # None while another process holds the store: the published indexes and the inbox answer
-            reader = con if con is not None else stack.enter_context(db.open_reader_if_free(settings))
+            reader = con if con is not None else None if settings.hot_path == "inbox" else \
+                stack.enter_context(db.open_reader_if_free(settings))
         except BaseException:
             if embedding_soon is not None:
                 embedding_soon.result()  # an embedder that fails says so first, as it does without the overlap

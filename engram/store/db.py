@@ -217,7 +217,7 @@ def open_store_if_free(settings: Any) -> Iterator[Connection | None]:
     """
     with ExitStack() as stack:
         try:
-            con = stack.enter_context(open_store(_no_wait(settings)))
+            con = stack.enter_context(open_store(no_wait(settings)))
         except StoreError as exc:
             if not is_lock_timeout(exc):
                 raise
@@ -230,7 +230,7 @@ def open_reader_if_free(settings: Any) -> Iterator[Connection | None]:
     """open_reader without waiting: None when another process holds the store read-write."""
     with ExitStack() as stack:
         try:
-            con = stack.enter_context(open_reader(_no_wait(settings)))
+            con = stack.enter_context(open_reader(no_wait(settings)))
         except StoreError as exc:
             if not is_lock_timeout(exc):
                 raise
@@ -238,7 +238,8 @@ def open_reader_if_free(settings: Any) -> Iterator[Connection | None]:
         yield con
 
 
-def _no_wait(settings: Any) -> Any:
+def no_wait(settings: Any) -> Any:
+    """The settings with no lock wait: opening a store another process holds fails at once."""
     return settings.model_copy(update={"lock_timeout_s": 0.0}) if hasattr(settings, "model_copy") else settings
 
 

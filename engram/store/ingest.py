@@ -22,7 +22,6 @@ from engram import clock
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db, inbox
-from engram.store.fold import fold_tenants
 from engram.store.insert import (
     EPISODE_SCHEMA,
     IngestRejected,
@@ -307,12 +306,13 @@ def add_episodes(
     kept = [(n, r) for n, r in zip(good_numbers, good, strict=True) if n not in bad_lines]
     if con is not None:
         result.ids = insert_rows(con, kept, skip_invalid, result)
+    elif settings.hot_path == "inbox":  # this process never opens the store: the worker folds the inbox
+        result.ids = _queue(settings, kept, result)
     else:
         with db.open_store_if_free(settings) as own:
             if own is None:  # the night (or another writer) holds the store: never wait for it
                 result.ids = _queue(settings, kept, result)
             else:
-                fold_tenants(own, settings, {row["user_id"] for _, row in kept})
                 result.ids = insert_rows(own, kept, skip_invalid, result, journal=settings)
     result.duplicates = len(result.ids) - result.inserted - result.queued
     return result
@@ -348,7 +348,9 @@ def _queue(settings: Settings, numbered: list[tuple[int, dict[str, Any]]], resul
     """Append the batch's distinct records to the inbox (one segment per tenant); return each record's id.
 
     The rules within the batch are applied now; what needs the store (a repeat of a stored record, an
-    explicit id stored for other content) is applied when the segment is folded (engram.store.fold).
+    explicit id stored for other content) is applied when the segment is folded (engram.store.fold):
+    by the embedding worker, `engram embed` or the night's first stage, never by another writer (a
+    write costs one segment, whatever is waiting).
     """
     unique, keys = distinct_records(numbered)
     by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)

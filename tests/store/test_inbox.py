@@ -1,0 +1,158 @@
+"""The inbox: writers and readers that find the store held by another process never wait for it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from engram import clock
+from engram.archive.ops import mark_removal
+from engram.consolidate.runner import consolidate_tenants
+from engram.embed.models import HashEmbedder
+from engram.embed.worker import drain_once
+from engram.query.search import search_memory
+from engram.settings import Settings
+from engram.store import db, inbox
+from engram.store.fold import fold_inbox
+from engram.store.ingest import add_episodes
+
+LOCKER = (
+    "import sys, duckdb\n"
+    "con = duckdb.connect(sys.argv[1])\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+
+
+@contextmanager
+def held(settings: Settings) -> Iterator[None]:
+    """Another process holds the store read-write (as the night does) for the block."""
+    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(settings.db_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def _stored(settings: Settings) -> list[tuple]:
+    with db.open_store(settings, read_only=True) as con:
+        return con.execute("select id, content, status from episodes order by content").fetchall()
+
+
+def test_a_write_while_the_store_is_held_is_queued_at_once_and_folded_once(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "I live in Paris"}], settings)  # creates the store
+    rows = [{"user_id": "alice", "content": "I moved to Lyon", "created_at": "2026-11-01T10:00:00Z"},
+            {"user_id": "alice", "content": "I moved to Lyon", "created_at": "2026-11-01T10:00:00Z"},  # a retry
+            {"user_id": "alice", "id": "given-1", "content": "I have a cat"}]
+    with held(settings):
+        t = time.perf_counter()
+        queued = add_episodes(rows, settings)
+        seconds = time.perf_counter() - t
+    assert seconds < settings.lock_timeout_s / 2  # never the 30 s a waiting writer would take
+    assert (queued.queued, queued.inserted, queued.duplicates) == (2, 0, 1)
+    assert queued.ids[0] == queued.ids[1] and queued.ids[2] == "given-1"
+    assert [s.folded for s in inbox.segments(settings, "alice")] == [True, False]  # the journal, the queued rows
+    assert drain_once(settings, HashEmbedder(settings.embed_dim))["episodes"] == 3  # folded, then embedded
+    again = add_episodes(rows, settings)  # the store is free: a repeat of what the fold stored adds nothing
+    assert again.ids == queued.ids and again.inserted == 0
+    contents = [c for _, c, _ in _stored(settings)]
+    assert contents == ["I have a cat", "I live in Paris", "I moved to Lyon"]
+    assert all(s.folded for s in inbox.segments(settings, "alice"))
+
+
+def test_a_fold_killed_before_it_marks_the_segment_adds_nothing_twice(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "first"}], settings)
+    with held(settings):
+        add_episodes([{"user_id": "alice", "content": "queued"}], settings)
+    pending = [s for s in inbox.segments(settings, "alice") if not s.folded]
+    with db.open_store(settings) as con:
+        assert fold_inbox(con, settings).inserted == 1
+    folded = [s for s in inbox.segments(settings, "alice") if s.stem == pending[0].stem][0]
+    folded.path.rename(pending[0].path)  # as if killed between the insert and the rename
+    with db.open_store(settings) as con:
+        again = fold_inbox(con, settings)
+    assert (again.segments, again.inserted, again.repeats) == (1, 0, 1)
+    assert [c for _, c, _ in _stored(settings)] == ["first", "queued"]
+
+
+def test_an_explicit_id_stored_for_other_content_is_kept_aside_not_dropped(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "id": "e1", "content": "the original"}], settings)
+    with held(settings):
+        add_episodes([{"user_id": "alice", "id": "e1", "content": "another text under the same id"}], settings)
+    with db.open_store(settings) as con:
+        result = fold_inbox(con, settings)
+    assert (result.inserted, result.rejected) == (0, 1)
+    assert [c for _, c, _ in _stored(settings)] == ["the original"]
+    kept = list((inbox.tenant_dir(settings, "alice") / inbox.REJECTED).glob("*.jsonl"))
+    record = json.loads(kept[0].read_text().splitlines()[0])
+    assert record["record"]["content"] == "another text under the same id" and "already stored" in record["reason"]
+
+
+def test_a_search_while_the_store_is_held_finds_what_was_written_before_and_during(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "My sister Joan plays the violin", "role": "user"}], settings)
+    with held(settings):
+        add_episodes([{"user_id": "alice", "content": "The plumber fixed the kitchen sink", "role": "user"}],
+                     settings)
+        violin = search_memory("violin", user_id="alice", settings=settings)
+        plumber = search_memory("plumber", user_id="alice", settings=settings)
+        other = search_memory("plumber", user_id="bob", settings=settings)
+    assert violin[0].text == "My sister Joan plays the violin"  # written directly, journalled
+    assert plumber[0].text == "The plumber fixed the kitchen sink"  # queued in the inbox
+    assert other == []  # another tenant sees none of it
+
+
+def test_a_search_while_the_night_holds_the_store_reads_the_published_facts_and_new_episodes(
+        settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "role": "user", "session_id": "s1", "content": text,
+                   "created_at": f"2026-11-0{i + 1}T10:00:00Z"}
+                  for i, text in enumerate(["I live in Paris with my wife Anna.", "Anna works as a nurse.",
+                                            "We adopted a dog called Rex."])], settings)
+    consolidate_tenants(settings, "night-1", clock.now())
+    assert not [s for s in inbox.segments(settings, "alice") if s.folded]  # the publish covered the journal
+    live = search_memory("where does the user live", user_id="alice", settings=settings)
+    with held(settings):
+        add_episodes([{"user_id": "alice", "role": "user", "content": "Rex learned to fetch the ball"}], settings)
+        published = search_memory("where does the user live", user_id="alice", settings=settings)
+        fetch = search_memory("fetch ball", user_id="alice", settings=settings)
+    before = [(h.id, h.table) for h in published if h.text != "Rex learned to fetch the ball"]
+    assert before == [(h.id, h.table) for h in live][:len(before)]  # the same memories, in the same order
+    assert any(h.table == "facts" for h in published)
+    assert fetch[0].text == "Rex learned to fetch the ball"
+
+
+def test_an_episode_marked_for_removal_is_not_read_back_from_the_inbox(settings: Settings) -> None:
+    result = add_episodes([{"user_id": "alice", "content": "my door code is 4412"}], settings)
+    mark_removal(settings, "alice", result.ids, table="episodes")
+    with held(settings):
+        assert search_memory("door code", user_id="alice", settings=settings) == []
+
+
+def test_the_worker_embeds_queued_episodes_beside_the_inbox_and_the_fold_stores_them(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "first"}], settings)
+    embedder = HashEmbedder(settings.embed_dim)
+    with held(settings):
+        add_episodes([{"user_id": "alice", "content": "queued while held"}], settings)
+        counts = drain_once(settings, embedder)
+        assert (counts["inbox_embedded"], counts["locked"]) == (1, 1)
+    assert drain_once(settings, embedder)["episodes"] == 1  # "first": the queued one came with its vector
+    stored = {c: s for _, c, s in _stored(settings)}
+    assert stored == {"first": "active", "queued while held": "active"}
+
+
+def test_with_hot_path_inbox_the_agent_never_opens_the_store(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "first, through the store"}], settings)
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    queued = add_episodes([{"user_id": "alice", "content": "the heron nests by the pond"}], agent)
+    assert (queued.queued, queued.inserted) == (1, 0)  # the store was free, and still not opened
+    assert [c for _, c, _ in _stored(settings)] == ["first, through the store"]
+    assert search_memory("heron", user_id="alice", settings=agent)[0].text == "the heron nests by the pond"
+    assert drain_once(settings, HashEmbedder(settings.embed_dim))["episodes"] == 2
+    assert [c for _, c, _ in _stored(settings)] == ["first, through the store", "the heron nests by the pond"]
+    assert search_memory("heron", user_id="alice", settings=agent)[0].text == "the heron nests by the pond"
