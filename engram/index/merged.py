@@ -9,7 +9,7 @@ and a search filters its candidates without reading the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,12 @@ from engram.index.windows import in_windows, row_moments
 from engram.text.tokens import tokenize
 
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
+
+
+@lru_cache(maxsize=65_536)
+def cached_tokens(text: str) -> tuple[str, ...]:
+    """tokenize(text), kept: a delta is rebuilt on every write, and its older rows were tokenized before."""
+    return tuple(tokenize(text))
 
 
 class _Ids:
@@ -101,7 +107,7 @@ class PersistedTableIndex(TableIndex):
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
         self.delta_columns = delta_columns
         self._count_dead()
-        self._delta_postings = Postings(postings([tokenize(t) for t in text_list(delta.texts)]))
+        self._delta_postings = Postings(postings([cached_tokens(t) for t in text_list(delta.texts)]))
 
     @property
     def dim(self) -> int:

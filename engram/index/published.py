@@ -45,28 +45,56 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
     A row has its vector when it was written with one of (model, dim) or the embedding worker kept
     one beside its segment; otherwise its text is pending (embedded on the fly by a search's fill).
     """
-    segs = [s for s in inbox.segments(settings, user_id) if not (pending_only and s.folded)]
+    segs, others = inbox.listing(settings, user_id)
     parts, signature = [], []
     for seg in segs:
-        raw = inbox.read(seg)
-        if raw is None or not raw.num_rows:
+        if pending_only and seg.folded:
             continue
-        vectors = inbox.read_vectors(seg, model, dim, raw.num_rows)
-        signature.append((seg.stem, seg.folded, vectors is not None))
-        parts.append(_as_index_rows(raw, model, dim, vectors))
+        has_vectors = seg.vectors_path(model, dim).name in others
+        part = _segment_rows(seg, model, dim, has_vectors)
+        if part is not None and part.num_rows:
+            signature.append((seg.stem, seg.folded, has_vectors))
+            parts.append(part)
     if not parts:
         return _empty(dim), ()
-    rows = pa.concat_tables(parts)
+    rows = pa.concat_tables(parts).combine_chunks()
     ids = rows["id"].to_pylist()
-    gone, names = inbox.withdrawn(settings, user_id)  # marked for removal since: never shown again
+    gone, names = inbox.withdrawn(settings, user_id) if any(n.endswith(inbox.WITHDRAWN) for n in others) \
+        else (set(), ())
     signature.append(names)
     seen: set[str] = set(gone)
-    first = [not (i in seen or seen.add(i)) for i in ids]  # type: ignore[func-returns-value]
-    rows = rows.filter(pa.array(first)) if not all(first) else rows
-    keep = pa.array(np.isin(np.asarray(rows["status"].to_pylist(), dtype=object), SEARCHABLE))
-    rows = rows.filter(keep)
+    keep = [not (i in seen or seen.add(i)) for i in ids]  # type: ignore[func-returns-value]
+    if not all(keep):
+        rows = rows.filter(pa.array(keep))
     rows = rows.append_column("row_id", pa.array(-1 - np.arange(rows.num_rows), pa.int64()))
     return rows.select(list(DELTA_COLUMNS)), tuple(signature)
+
+
+_CONVERTED: dict[tuple, pa.Table] = {}
+_CONVERTED_LOCK = threading.Lock()
+MAX_CONVERTED = 8192
+
+
+def _segment_rows(seg: inbox.Segment, model: str, dim: int, has_vectors: bool) -> pa.Table | None:
+    """A segment's searchable rows as index rows, converted once per process (segments are immutable)."""
+    key = (str(seg.path.parent / seg.stem), model, dim, has_vectors)
+    with _CONVERTED_LOCK:
+        held = _CONVERTED.get(key)
+    if held is not None:
+        return held
+    raw = inbox.read(seg)
+    if raw is None:
+        return None
+    vectors = inbox.read_vectors(seg, model, dim, raw.num_rows) if has_vectors else None
+    rows = _as_index_rows(raw, model, dim, vectors) if raw.num_rows else _empty(dim).drop(["row_id"])
+    searchable = np.isin(np.asarray(rows["status"].to_pylist(), dtype=object), SEARCHABLE)
+    if not searchable.all():
+        rows = rows.filter(pa.array(searchable))
+    with _CONVERTED_LOCK:
+        if len(_CONVERTED) >= MAX_CONVERTED:
+            _CONVERTED.pop(next(iter(_CONVERTED)))
+        _CONVERTED[key] = rows
+    return rows
 
 
 def _as_index_rows(raw: pa.Table, model: str, dim: int, vectors: np.ndarray | None) -> pa.Table:
@@ -196,7 +224,9 @@ class PublishedCache:
         if cached is not None and cached.signature == signature and not wants_fill(_delta(cached), fill):
             return cached
         if gen is not None and rows.num_rows:  # a row the generation holds is read there
-            rows = rows.filter(pa.array(gen.positions_of(rows["id"].to_pylist()) < 0))
+            fresh = gen.positions_of(rows["id"].to_pylist()) < 0
+            if not fresh.all():
+                rows = rows.filter(pa.array(fresh))
         if gen is None:
             index: TableIndex = rows_index(rows, table, dim, signature, key, fill)
         else:

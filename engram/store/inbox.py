@@ -117,16 +117,25 @@ def write_segment(settings: Any, user_id: str, rows: pa.Table, folded: bool = Fa
 
 def segments(settings: Any, user_id: str) -> list[Segment]:
     """The tenant's segments, oldest first (pending and folded)."""
+    return listing(settings, user_id)[0]
+
+
+def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
+    """The tenant's segments, oldest first, and the names of every other file beside them (vectors,
+    withdrawals): one directory read."""
+    folder = tenant_dir(settings, user_id)
     try:
-        names = os.listdir(tenant_dir(settings, user_id))
+        names = os.listdir(folder)
     except FileNotFoundError:
-        return []
-    out = []
+        return [], set()
+    out, others = [], set()
     for name in sorted(names):
         m = _STEM.match(name)
         if m:
-            out.append(Segment(tenant_dir(settings, user_id) / name, m.group(1), m.group(2) is not None))
-    return out
+            out.append(Segment(folder / name, m.group(1), m.group(2) is not None))
+        else:
+            others.add(name)
+    return out, others
 
 
 def tenants(settings: Any) -> list[str]:
