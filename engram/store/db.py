@@ -168,6 +168,12 @@ _held: dict[str, int] = {}  # store paths held open by held_open (nesting depth)
 _held_as: dict[tuple[str, str], str] = {}  # (cwd, db_path as given) -> resolved path, while held
 
 
+def note_present(path: Path | str) -> None:
+    """This process found a store at path (the CLI checks before a command runs): if it is removed later,
+    no open recreates it, even one before this process first connected."""
+    _opened.add(str(Path(path).resolve()))
+
+
 def forget(path: Path | str) -> None:
     """This process removed the store at path on purpose: a later open may create it afresh."""
     _opened.discard(str(Path(path).resolve()))
@@ -187,7 +193,10 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
         )
     if (held := _held_as.get((os.getcwd(), str(settings.db_path)))) and not read_only:
         # held open (so opened, migrated and present): share the open database without the
-        # path checks, ~0.3 ms saved on each of the ~40 short connections of a tenant's night
+        # path checks, ~0.3 ms saved on each of the ~40 short connections of a tenant's night; one stat
+        # still stops a night whose store was removed (its writes would go to the unlinked file)
+        if not os.path.exists(held):
+            raise missing_store_error(settings.db_path, "it was removed while engram was using it")
         con = duckdb.connect(held)
         try:
             yield con

@@ -15,11 +15,19 @@ def missing_store_error(path: Path | str, why: str = "") -> StoreMissing:
 
 
 def require_store(settings: Any) -> None:
-    """Raise StoreMissing unless settings.db_path is a store file (sharded: at least one shard file is)."""
+    """Raise StoreMissing unless settings.db_path is a store file (sharded: at least one shard file is).
+
+    The files found are noted as present (engram.store.db.note_present): removed while the command runs,
+    they are never recreated.
+    """
+    from engram.store import db
     from engram.store.sharding import all_shard_settings
 
     base = Path(settings.db_path)
     if base.is_dir():
         raise missing_store_error(base, "it is a directory")
-    if not any(Path(s.db_path).is_file() for s in all_shard_settings(settings)):
+    found = [Path(s.db_path) for s in all_shard_settings(settings) if Path(s.db_path).is_file()]
+    if not found:
         raise missing_store_error(base)
+    for path in found:
+        db.note_present(path)

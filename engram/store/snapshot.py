@@ -33,9 +33,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from engram import clock
-from engram.errors import EngramError
+from engram.errors import EngramError, StoreMissing
 from engram.store import db
 from engram.store.durable import fsync_dir
+from engram.store.presence import missing_store_error
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
 
     started = time.monotonic()
     now = now or clock.now()
+    shards = all_shard_settings(settings, existing_only=True)
+    if not any(Path(s.db_path).is_file() for s in shards):  # removed: an empty snapshot would hide every memory
+        raise missing_store_error(settings.db_path)
     root = snapshot_root(settings)
     root.mkdir(parents=True, exist_ok=True)
     snapshot_id = f"snap-{now:%Y%m%dT%H%M%S%f}-{os.getpid()}"
@@ -107,7 +111,6 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
     tmp.mkdir()
     try:
         rows = {name: 0 for name in EXPORTS}
-        shards = all_shard_settings(settings, existing_only=True)
         values = {"user_id": None, "include_private": settings.snapshot_include_private, "now": now,
                   "decay_rate": settings.decay_rate}  # user_id None: every tenant of the store file
         for k, shard in enumerate(shards):
@@ -242,6 +245,8 @@ def publish_after_run(settings: Any, run_id: str, dry_run: bool, results: dict[s
         return {"skipped": f"{len(failed)} tenant(s) failed; the previous snapshot stays current"}
     try:
         return publish_snapshot(settings, run_id=run_id).to_dict()
+    except StoreMissing:  # the store was removed under the run: the run failed, not only its snapshot
+        raise
     except Exception as exc:  # noqa: BLE001 - reported in the run's result and log; the next run retries
         from engram.store.runs import error_text
 
