@@ -226,11 +226,33 @@ def hold_snapshot(settings: Any) -> Iterator[Path]:
 
 @contextmanager
 def open_snapshot(settings: Any) -> Iterator[db.Connection]:
-    """A read-only connection to the latest snapshot (relative paths resolve in its directory), held while open."""
-    with hold_snapshot(settings) as path, db.connect(path / VIEWS_FILE, read_only=True,
-                                                     lock_timeout_s=settings.lock_timeout_s) as con:
-        db.execute(con, "snapshot/search_path", dir=str(path.resolve()))
+    """A read-only connection to the latest snapshot, held while open, for analysts' own SQL.
+
+    External access is off and the configuration locked: only the snapshot's files and the archive
+    behind its `archive` link can be read, nothing written, nothing attached (the live store
+    included). DuckDB checks a relative path against the process's working directory (while it reads
+    it from file_search_path), so the views' relative paths are read with the snapshot's directory as
+    the working directory for as long as the connection is open.
+    """
+    with hold_snapshot(settings) as path, _working_directory(path.resolve()) as here, \
+            db.connect(here / VIEWS_FILE, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+        db.execute(con, "snapshot/search_path", dir=str(here))
+        archive = Path(os.path.realpath(here / "archive"))
+        db.execute(con, "snapshot/allowed_directories", dirs=[f"{here}{os.sep}", f"{archive}{os.sep}"])
+        con.execute(db.sql("snapshot/lock_down"))  # no params: two SET statements
         yield con
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[Path]:
+    """Run the block with path as the process's working directory (restored after)."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(before)
+
 
 def publish_after_run(settings: Any, run_id: str, dry_run: bool, results: dict[str, Any]) -> dict[str, Any]:
     """The nightly run's last step: publish a snapshot when the run wrote and every tenant succeeded.
