@@ -13,6 +13,7 @@ from prefect.states import State
 
 from engram.consolidate.context import StageResult
 from engram.consolidate.runner import Tools, run_tenant, tenant_summary
+from engram.errors import StoreMissing
 from engram.settings import Settings
 from engram.store.runs import LeaseHeld
 
@@ -21,8 +22,8 @@ STAGE_RETRIES = {"resolve": [2, 10, 30], "extract": [5, 30], "embed": [5, 30]}
 
 
 def _worth_retrying(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
-    """Another live run holding the tenant's lease is not fixed by a retry seconds later."""
-    return not isinstance(state.result(raise_on_failure=False), LeaseHeld)
+    """Another live run holding the tenant's lease, or a store removed, is not fixed by a retry seconds later."""
+    return not isinstance(state.result(raise_on_failure=False), LeaseHeld | StoreMissing)
 
 
 @task(name="consolidate-tenant", task_run_name="consolidate-{user_id}", retries=1, retry_delay_seconds=[5],

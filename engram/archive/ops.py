@@ -180,7 +180,7 @@ def list_exports(
     """The manifest: every export file, newest first, with counts, hashes, run id and status."""
     if status is not None and status not in ("writing", "exported", "finalized", "abandoned"):
         raise InvalidInput(f"status: {status!r} is not one of writing, exported, finalized, abandoned")
-    with db.open_store(settings) as con:
+    with db.open_reader(settings) as con:  # read-only: a listing works on a read-only store directory
         return exports_of(con, user_id=user_id, run_id=run_id, statuses=[status] if status else None)
 
 

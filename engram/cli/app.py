@@ -67,7 +67,7 @@ def main(
         log_file = log_file_for(load_settings())
     except EngramError:
         log_file = None  # invalid settings: the command reports them itself
-    configure(verbose, None if ctx.resilient_parsing else log_file)
+    configure(verbose, None if ctx.resilient_parsing else log_file, debug=debug or debug_enabled())
     ctx.call_on_close(reset)
     if debug:
         os.environ["ENGRAM_DEBUG"] = "1"  # read by fail() and the guard, also inside flows

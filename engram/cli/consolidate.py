@@ -61,6 +61,7 @@ def register(app: typer.Typer) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
         from engram.consolidate.report import changes_markdown, run_report_markdown
         from engram.consolidate.runner import choose_stages, failed_tenants
+        from engram.store.presence import require_store
         from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
@@ -73,6 +74,7 @@ def register(app: typer.Typer) -> None:
                 return
             choose_stages(stage)  # an unknown stage is one line here, not a failed flow run
             result = run_nightly(user, as_of, dry_run, stage)
+            require_store(s)  # removed during the run, after its last open: its results are gone with it
         except EngramError as exc:
             fail(exc)
         if as_json:

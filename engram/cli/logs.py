@@ -7,6 +7,7 @@ terminal those lines buried the report. They now land in the log file unless `-v
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,35 @@ _MARK = "_engram_cli_handler"
 
 class _StoreSideFileHandler(logging.FileHandler):
     """A log file beside the store, opened at the first record once its folder exists (never creates it:
-    a command refusing a missing store must leave no folder behind)."""
+    a command refusing a missing store must leave no folder behind). One that cannot be opened (a
+    read-only directory) is one warning on stderr, then the terminal only: never a failed command."""
+
+    broken = False
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.stream is None and not Path(self.baseFilename).parent.is_dir():
-            return
+        if self.stream is None:
+            if self.broken or not Path(self.baseFilename).parent.is_dir():
+                return
+            try:
+                self.stream = self._open()
+            except OSError as exc:  # a read-only store directory: the terminal still gets WARNING and above
+                self.broken = True
+                sys.stderr.write(f"warning: cannot write the log file {self.baseFilename} "
+                                 f"({exc.strerror or exc}); logging to the terminal only\n")
+                return
         super().emit(record)
+
+
+class _QuietRunFailures(logging.Filter):
+    """Drop Prefect's own lines on a failed task or flow run (a traceback block, 'Finished in state
+    Failed') from the terminal: engram reports each failure in one line (`tenant X failed: ...`, or the
+    command's `error [...]`). They stay in the log file; -v and --debug show them."""
+
+    _PREFECT_CODE = f"{os.sep}prefect{os.sep}"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and record.name.startswith(("prefect.task_runs", "prefect.flow_runs"))
+                    and self._PREFECT_CODE in record.pathname)
 
 
 def log_file_for(settings: Any) -> Path:
@@ -44,13 +68,15 @@ def reset() -> None:
         delattr(root, _MARK + "_level")
 
 
-def configure(verbose: bool, log_file: Path | None) -> None:
+def configure(verbose: bool, log_file: Path | None, debug: bool = False) -> None:
     """Terminal handler (WARNING, INFO with -v) and log file handler (INFO) on the root logger."""
     reset()
     root = logging.getLogger()
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.INFO if verbose else logging.WARNING)
     console.setFormatter(logging.Formatter(FORMAT))
+    if not (verbose or debug):
+        console.addFilter(_QuietRunFailures())
     handlers: list[logging.Handler] = [console]
     if log_file is not None:
         to_file = _StoreSideFileHandler(log_file, encoding="utf-8", delay=True)

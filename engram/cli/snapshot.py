@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,22 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return str(value)
+
+
+def _shell_lock_down(path: Path) -> list[str]:
+    """duckdb CLI arguments that lock the shell on the snapshot as open_snapshot locks `engram sql`.
+
+    The shell takes SQL text, not parameters: the two directories are quoted as SQL string literals here
+    (the one SQL text built in code; sql/snapshot/allowed_directories.sql is its parameterized form).
+    """
+    from engram.store import db
+
+    here = path.resolve()
+    dirs = [f"{here}{os.sep}", f"{os.path.realpath(here / 'archive')}{os.sep}"]
+    listed = ", ".join("'" + d.replace("'", "''") + "'" for d in dirs)
+    statements = " ".join(line.strip() for line in db.sql("snapshot/lock_down").splitlines()
+                          if line.strip() and not line.lstrip().startswith("--"))
+    return ["-cmd", f"set allowed_directories = [{listed}]", "-cmd", statements]
 
 
 class Format(str, Enum):
@@ -87,7 +104,8 @@ def register(app: typer.Typer) -> None:
                         echo(f"no duckdb CLI on PATH: open the file above read-only from its directory "
                              f"(cd {path.resolve()} && duckdb -readonly {VIEWS_FILE}), or pass a query", err=True)
                         return
-                    raise typer.Exit(subprocess.call([shell, "-readonly", VIEWS_FILE], cwd=path))
+                    raise typer.Exit(subprocess.call([shell, "-readonly", *_shell_lock_down(path), VIEWS_FILE],
+                                                     cwd=path))
             if fmt is Format.parquet and out is None:
                 raise InvalidInput("--out: --format parquet needs a file to write")
             with open_snapshot(s) as con:

@@ -30,7 +30,7 @@ from engram.consolidate.preview import preview_copy
 from engram.consolidate.publish import publish
 from engram.consolidate.resolve import resolve
 from engram.embed.models import Embedder
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, StoreMissing
 from engram.settings import Settings
 from engram.store import db
 from engram.store.crash import crash_point
@@ -186,6 +186,8 @@ def consolidate_tenants(
             for tenant in todo:
                 try:
                     results[tenant] = {stage: r.summary() for stage, r in run(target, tenant, tools).items()}
+                except StoreMissing:  # the store was removed under the run: no tenant can go on, none is recreated
+                    raise
                 except LeaseHeld as exc:
                     logger.warning("skipped tenant %s: %s", tenant, exc)
                     results[tenant] = {"skipped": str(exc)}

@@ -46,7 +46,12 @@ def _field_of(err: Any) -> tuple[str, str]:
         reason = "required" if err.validator == "required" else "unknown field (no tool takes a user_id)" \
             if name == "user_id" else "unknown field"
         return ".".join(x for x in (path, name) if x) or "arguments", reason
-    return path or "arguments", err.message
+    return path or "arguments", _capped(err.message)
+
+
+def _capped(text: str, limit: int = 300) -> str:
+    """A schema error's message without the whole offending value (jsonschema quotes it: it may be 1 MB)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 class EngramMCP:
@@ -173,13 +178,13 @@ def _version() -> str:
 
 async def serve_stdio(settings: Settings, user_id: str) -> None:
     """Serve the tools over stdin/stdout until the client closes the stream."""
-    from mcp.server.stdio import stdio_server
+    from engram.mcp.stdio_guard import guarded_stdio
 
     app = EngramMCP(settings, user_id)
     app.warm_up()
     server = app.build()
     try:
-        async with stdio_server() as (read, write):
+        async with guarded_stdio() as (read, write):  # an unreadable line gets an error reply, not silence
             await server.run(read, write, server.create_initialization_options())
     finally:
         log.info("mcp server stopped: %d call(s), %d error(s)", app.counters["calls"], app.counters["errors"])

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # a CLI search never needs polars: importing it costs ~0.2 s 
     import polars as pl
 
 from engram.errors import StoreError
+from engram.store import presence
 from engram.store.presence import missing_store_error
 
 # engram.sql is the repo's sql/ folder (mapped by pyproject's package-dir), in a checkout and in a wheel
@@ -116,9 +117,23 @@ def query_batches(con: Connection, name: str, batch_size: int = 65_536, **params
     return con.sql(sql(name), params=params or None).to_arrow_reader(batch_size)
 
 
+ANALYST_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+
+
 def run_analyst_query(con: Connection, text: str) -> pa.Table | None:
     """An analyst's own SQL (`engram sql`), run as typed on a read-only snapshot; None for a statement
-    that returns no rows. The one place SQL does not come from sql/: the user wrote it."""
+    that returns no rows. The one place SQL does not come from sql/: the user wrote it.
+
+    Only queries run (select, with, from, describe, show, summarize, explain): a COPY, ATTACH, SET,
+    INSTALL or any other statement raises InvalidInput naming it, before anything runs.
+    """
+    from engram.errors import InvalidInput
+
+    for statement in con.extract_statements(text):
+        if statement.type not in ANALYST_STATEMENTS:
+            kind = statement.type.name.replace("_STATEMENT", "").lower()
+            raise InvalidInput(f"query: only queries run on the read snapshot ({kind} statements do not); "
+                               "an operator opens the live store with the duckdb CLI (README, Ad hoc SQL)")
     rel = con.sql(text)
     return None if rel is None else rel.to_arrow_table()
 
@@ -163,14 +178,13 @@ def migrate(con: Connection) -> list[str]:
 
 _migrated: set[str] = set()  # store paths this process has migrated
 _current_schema: set[str] = set()  # stores (path:inode) a reader of this process found fully migrated
-_opened: set[str] = set()  # store paths this process has opened: gone later means removed under us
 _held: dict[str, int] = {}  # store paths held open by held_open (nesting depth)
 _held_as: dict[tuple[str, str], str] = {}  # (cwd, db_path as given) -> resolved path, while held
 
 
 def forget(path: Path | str) -> None:
     """This process removed the store at path on purpose: a later open may create it afresh."""
-    _opened.discard(str(Path(path).resolve()))
+    presence.forget(path)
 
 
 @contextmanager
@@ -187,7 +201,10 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
         )
     if (held := _held_as.get((os.getcwd(), str(settings.db_path)))) and not read_only:
         # held open (so opened, migrated and present): share the open database without the
-        # path checks, ~0.3 ms saved on each of the ~40 short connections of a tenant's night
+        # path checks, ~0.3 ms saved on each of the ~40 short connections of a tenant's night; one stat
+        # still stops a night whose store was removed (its writes would go to the unlinked file)
+        if not os.path.exists(held):
+            raise missing_store_error(settings.db_path, "it was removed while engram was using it")
         con = duckdb.connect(held)
         try:
             yield con
@@ -195,7 +212,7 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
             con.close()
         return
     resolved = str(Path(settings.db_path).resolve())
-    if resolved in _opened and not Path(settings.db_path).exists():  # never recreate a store deleted mid-run
+    if presence.was_present(resolved) and not Path(settings.db_path).exists():  # never recreate a store deleted mid-run
         raise missing_store_error(settings.db_path, "it was removed while engram was using it")
     with connect(settings.db_path, read_only=read_only, lock_timeout_s=settings.lock_timeout_s) as con:
         if not read_only:
@@ -204,7 +221,7 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
             if key not in _migrated:
                 migrate(con)
                 _migrated.add(key)
-        _opened.add(resolved)
+        presence.note_present(resolved)
         yield con
 
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engram import clock
-from engram.errors import EngramError
+from engram.errors import EngramError, StoreMissing
 from engram.store import db
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,11 @@ def record_failure(settings: Any, run_id: str, user_id: str, stage: str, as_of: 
     try:
         with db.open_store(settings) as con, db.transaction(con):
             record_stage(con, run_id, user_id, stage, as_of, started, {}, status="failed", error=error_text(exc))
-    except Exception:  # the store itself may be what failed: the error still reaches the caller
-        log.exception("could not record the failure of stage %s for tenant %s", stage, user_id)
+    except StoreMissing:  # removed under the run: nothing to record in, and the caller reports it
+        return
+    except Exception as inner:  # the store itself may be what failed: the error still reaches the caller
+        log.error("could not record the failure of stage %s for tenant %s: %s", stage, user_id, error_text(inner),
+                  exc_info=log.isEnabledFor(logging.DEBUG))
 
 
 def recorded_stages(con: db.Connection, run_id: str, user_id: str) -> dict[str, tuple[str, dict[str, Any]]]:

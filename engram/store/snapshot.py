@@ -33,9 +33,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from engram import clock
-from engram.errors import EngramError
+from engram.errors import EngramError, StoreMissing
 from engram.store import db
 from engram.store.durable import fsync_dir
+from engram.store.presence import missing_store_error
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
 
     started = time.monotonic()
     now = now or clock.now()
+    shards = all_shard_settings(settings, existing_only=True)
+    if not any(Path(s.db_path).is_file() for s in shards):  # removed: an empty snapshot would hide every memory
+        raise missing_store_error(settings.db_path)
     root = snapshot_root(settings)
     root.mkdir(parents=True, exist_ok=True)
     snapshot_id = f"snap-{now:%Y%m%dT%H%M%S%f}-{os.getpid()}"
@@ -107,7 +111,6 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
     tmp.mkdir()
     try:
         rows = {name: 0 for name in EXPORTS}
-        shards = all_shard_settings(settings, existing_only=True)
         values = {"user_id": None, "include_private": settings.snapshot_include_private, "now": now,
                   "decay_rate": settings.decay_rate}  # user_id None: every tenant of the store file
         for k, shard in enumerate(shards):
@@ -223,11 +226,33 @@ def hold_snapshot(settings: Any) -> Iterator[Path]:
 
 @contextmanager
 def open_snapshot(settings: Any) -> Iterator[db.Connection]:
-    """A read-only connection to the latest snapshot (relative paths resolve in its directory), held while open."""
-    with hold_snapshot(settings) as path, db.connect(path / VIEWS_FILE, read_only=True,
-                                                     lock_timeout_s=settings.lock_timeout_s) as con:
-        db.execute(con, "snapshot/search_path", dir=str(path.resolve()))
+    """A read-only connection to the latest snapshot, held while open, for analysts' own SQL.
+
+    External access is off and the configuration locked: only the snapshot's files and the archive
+    behind its `archive` link can be read, nothing written, nothing attached (the live store
+    included). DuckDB checks a relative path against the process's working directory (while it reads
+    it from file_search_path), so the views' relative paths are read with the snapshot's directory as
+    the working directory for as long as the connection is open.
+    """
+    with hold_snapshot(settings) as path, _working_directory(path.resolve()) as here, \
+            db.connect(here / VIEWS_FILE, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+        db.execute(con, "snapshot/search_path", dir=str(here))
+        archive = Path(os.path.realpath(here / "archive"))
+        db.execute(con, "snapshot/allowed_directories", dirs=[f"{here}{os.sep}", f"{archive}{os.sep}"])
+        con.execute(db.sql("snapshot/lock_down"))  # no params: two SET statements
         yield con
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[Path]:
+    """Run the block with path as the process's working directory (restored after)."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(before)
+
 
 def publish_after_run(settings: Any, run_id: str, dry_run: bool, results: dict[str, Any]) -> dict[str, Any]:
     """The nightly run's last step: publish a snapshot when the run wrote and every tenant succeeded.
@@ -242,6 +267,8 @@ def publish_after_run(settings: Any, run_id: str, dry_run: bool, results: dict[s
         return {"skipped": f"{len(failed)} tenant(s) failed; the previous snapshot stays current"}
     try:
         return publish_snapshot(settings, run_id=run_id).to_dict()
+    except StoreMissing:  # the store was removed under the run: the run failed, not only its snapshot
+        raise
     except Exception as exc:  # noqa: BLE001 - reported in the run's result and log; the next run retries
         from engram.store.runs import error_text
 

@@ -234,7 +234,9 @@ def test_sql_without_a_query_runs_the_duckdb_cli_on_the_snapshot(store: dict, tm
                           timeout=60, check=False)
     assert done.returncode == 3, done.stderr  # the shell's exit code is the command's
     cwd, *args = record.read_text().splitlines()
-    assert Path(cwd).name == current and args == ["-readonly", "snapshot.duckdb"]
+    assert Path(cwd).name == current and args[0] == "-readonly" and args[-1] == "snapshot.duckdb"
+    assert args[1] == "-cmd" and args[2].startswith("set allowed_directories = [") and args[3] == "-cmd"
+    assert "set enable_external_access = false;" in args[4] and "set lock_configuration = true;" in args[4]
 
 
 def test_no_snapshot_yet_says_how_to_make_one(tmp_path: Path) -> None:
