@@ -1,0 +1,5 @@
+"""engram.deployments: imported before any Prefect module of the package, so Prefect's telemetry defaults to off."""
+
+from engram.prefect_env import quiet_prefect
+
+quiet_prefect()

@@ -18,26 +18,31 @@ import importlib
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+from prefect.runner import Runner
+from prefect.schedules import Cron, Interval
 
-from prefect.runner import Runner  # noqa: E402
-from prefect.schedules import Cron, Interval  # noqa: E402
+from engram.flows.embedding import embedding_worker
+from engram.flows.nightly import nightly_consolidation
+from engram.settings import Settings, load_settings
 
-from engram.flows.embedding import embedding_worker  # noqa: E402
-from engram.flows.nightly import nightly_consolidation  # noqa: E402
-from engram.settings import load_settings  # noqa: E402
+# Prefect's telemetry is off by default: engram.deployments/__init__.py runs before Prefect is imported.
+# prefect.yaml declares the same deployments for a work pool (tests/core/test_deployments_config.py).
 
-# (module, flow attribute, deployment name): manual deployments, parameters set in the UI
+# (module, flow attribute, deployment name, description or None for the flow's docstring): manual
+# deployments, parameters set in the UI
 MANUAL_FLOWS = [
-    ("engram.flows.maintenance", "list_removal_candidates_flow", "list-removal-candidates"),
-    ("engram.flows.maintenance", "export_removals_flow", "export-removals"),
-    ("engram.flows.maintenance", "finalize_removal_flow", "finalize-removal"),
-    ("engram.flows.maintenance", "restore_flow", "restore"),
-    ("engram.flows.maintenance", "mark_removal_flow", "mark-removal"),
-    ("engram.flows.maintenance", "archive_retention_flow", "archive-retention"),
-    ("engram.flows.collect", "llm_batch_collection", "llm-batch-collection"),
+    ("engram.flows.maintenance", "list_removal_candidates_flow", "list-removal-candidates", None),
+    ("engram.flows.maintenance", "export_removals_flow", "export-removals", None),
+    ("engram.flows.maintenance", "finalize_removal_flow", "finalize-removal", None),
+    ("engram.flows.maintenance", "restore_flow", "restore", None),
+    ("engram.flows.maintenance", "mark_removal_flow", "mark-removal", None),
+    ("engram.flows.maintenance", "archive_retention_flow", "archive-retention", None),
+    ("engram.flows.collect", "llm_batch_collection", "llm-batch-collection",
+     ("Batch mode (ENGRAM_LLM_MODE=batch): apply the finished Gemini batch jobs now (add a schedule an hour "
+      "after the nightly run, or press Run).")),
 ]
 
 EMBED_RUN_S = 300  # one embedding-worker run lasts this long, and one is scheduled this often
@@ -51,7 +56,7 @@ def build_deployments() -> list[Any]:
             name="nightly",
             schedules=[Cron(settings.nightly_cron, timezone=settings.nightly_timezone)],
             concurrency_limit=1,
-            description="Consolidate every tenant with work.",
+            description="Consolidate every tenant with work, every night.",
             tags=["engram", "nightly"],
         ),
         embedding_worker.to_deployment(
@@ -59,7 +64,9 @@ def build_deployments() -> list[Any]:
             schedules=[Interval(EMBED_RUN_S)],
             parameters={"duration_s": EMBED_RUN_S},
             concurrency_limit=1,
-            description="Embed new episodes and facts continuously: a pass every ENGRAM_EMBED_POLL_S seconds.",
+            description=("Embed new episodes and facts continuously: each run drains the queue every "
+                         "ENGRAM_EMBED_POLL_S seconds for duration_s seconds; one run at a time, the next starts "
+                         "when it ends."),
             tags=["engram", "embedding"],
         ),
         nightly_consolidation.to_deployment(
@@ -67,10 +74,17 @@ def build_deployments() -> list[Any]:
             tags=["engram", "manual"],
         ),
     ]
-    for module, attr, name in MANUAL_FLOWS:
+    for module, attr, name, description in MANUAL_FLOWS:
         flow = getattr(importlib.import_module(module), attr)
-        deployments.append(flow.to_deployment(name=name, tags=["engram", "maintenance"]))
+        deployments.append(flow.to_deployment(name=name, tags=["engram", "maintenance"], description=description))
     return deployments
+
+
+def store_line(settings: Settings) -> str:
+    """Which store (and archive) the served flows use, as absolute paths: relative ones resolve here."""
+    store = Path(settings.db_path).resolve()
+    shards = f" ({settings.shards} shard files beside it)" if settings.shards > 1 else ""
+    return f"store: {store}{shards}; archive: {Path(settings.archive_dir).resolve()} (ENGRAM_DB_PATH, ENGRAM_ARCHIVE_DIR)"
 
 
 SHUTDOWN_GRACE_S = 7.0  # the graceful shutdown may take this long; the process is gone within 10 s
@@ -114,6 +128,7 @@ def main() -> None:
     for deployment in deployments:
         runner.add_deployment(deployment)
     print("serving: " + ", ".join(f"{d.flow_name}/{d.name}" for d in deployments), flush=True)
+    print(store_line(load_settings()), flush=True)
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _terminate)  # Runner.start replaces it with handle_sigterm above
     try:

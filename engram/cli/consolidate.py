@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         else:
             echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                      result["dry_run"], result["tenants"]))
-            changes = changes_markdown(result["tenants"])
+            changes = changes_markdown(result["tenants"], run_id=result["run_id"])
             if changes:
                 echo(changes)
             echo(snapshot_line(result.get("snapshot")))

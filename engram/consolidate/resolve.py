@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from engram import clock
+from engram.archive.lookup import ArchivedFact, archived_facts
 from engram.consolidate.context import StageContext, StagePlan
 from engram.consolidate.review_prompts import (
     KINDS,
@@ -387,6 +388,19 @@ def decide_review(settings: Settings, review_id: str, action: str, reason: str =
     return {"id": rid, "user_id": tenant, "kind": kind, "run_id": run_id, **decision.as_json()}
 
 
+def _subject(fact_id: str, facts: dict[str, Any], archived: dict[str, ArchivedFact]) -> dict[str, Any]:
+    """A review's fact as listed: live (text, status, confidence now), archived (its archived text), or missing."""
+    if fact_id in facts:
+        f = facts[fact_id]
+        return {"id": fact_id, "text": f.text, "status": f.status, "confidence": round(f.confidence, 3)}
+    if fact_id in archived:
+        a = archived[fact_id]
+        conf = (a.row or {}).get("confidence")
+        return {"id": fact_id, "text": a.shown_text, "status": "archived",
+                "confidence": None if conf is None else round(conf, 3), "archived": True}
+    return {"id": fact_id, "missing": True}
+
+
 def list_reviews(settings: Settings, user_id: str | None = None, status: str | None = "pending",
                  kind: str | None = None, limit: int = 100, now: datetime | None = None) -> list[dict[str, Any]]:
     """Reviews with the facts they are about (text, status, confidence now), oldest first."""
@@ -399,15 +413,12 @@ def list_reviews(settings: Settings, user_id: str | None = None, status: str | N
         for tenant in {r["user_id"] for r in out}:
             ids = {f for r in out if r["user_id"] == tenant and r["kind"] != "extraction" for f in r["subject_ids"]}
             facts = load_facts(con, tenant, ids, now, settings.decay_rate)
+            gone = archived_facts(con, settings, tenant, ids - set(facts))
             for r in out:
                 if r["user_id"] == tenant and r["kind"] == "extraction":  # its subjects are episodes
                     r["facts"] = []
                 elif r["user_id"] == tenant:
-                    r["facts"] = [
-                        {"id": f, "text": facts[f].text, "status": facts[f].status,
-                         "confidence": round(facts[f].confidence, 3)} if f in facts else {"id": f, "missing": True}
-                        for f in r["subject_ids"]
-                    ]
+                    r["facts"] = [_subject(f, facts, gone) for f in r["subject_ids"]]
     for r in out:
         r["decision"] = json.loads(r["decision"]) if r["decision"] else None
     return out

@@ -14,7 +14,7 @@ from engram.llm.prompt_quote import memory_record, quote_memories
 from engram.query.common import require_int
 from engram.query.search import Hit, search_memory
 from engram.query.wordpiece import count_tokens, truncate_to_tokens
-from engram.settings import Settings
+from engram.settings import Settings, load_settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
@@ -58,15 +58,18 @@ def prefetch_context(
     recent_turns: Sequence[str],
     user_id: str,
     *,
-    settings: Settings,
+    settings: Settings | None = None,
     con: db.Connection | None = None,
     n_turns: int = PREFETCH_TURNS,
     k: int = PREFETCH_K,
     embedder: Any = None,
 ) -> Prefetched:
-    """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn."""
+    """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn.
+
+    Without `settings` they come from the environment (ENGRAM_*, .env), as `engram context` reads them.
+    """
     user_id = normalise_user_id(user_id)
-    settings = for_tenant(settings, user_id)
+    settings = for_tenant(settings or load_settings(), user_id)
     require_int(n_turns, "n_turns", 1, 50)
     require_int(k, "k", 1, 20)
     if isinstance(recent_turns, str) or not all(isinstance(t, str) for t in recent_turns):
@@ -81,10 +84,10 @@ def prefetch_context(
     return result
 
 
-def prefetched(user_id: str, settings: Settings) -> Prefetched | None:
-    """The memories cached by the last prefetch_context of this tenant, if any."""
+def prefetched(user_id: str, settings: Settings | None = None) -> Prefetched | None:
+    """The memories cached by the last prefetch_context of this tenant, if any (settings as prefetch_context)."""
     user_id = normalise_user_id(user_id)
-    return PREFETCH.get((str(for_tenant(settings, user_id).db_path), user_id))
+    return PREFETCH.get((str(for_tenant(settings or load_settings(), user_id).db_path), user_id))
 
 
 def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:
@@ -92,12 +95,20 @@ def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:
     return [memory_record(h.id, h.table.removesuffix("s"), h.created_at, h.text) for h in hits]
 
 
-def _memories(value: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+Memories = Prefetched | Sequence[Hit] | Sequence[dict[str, Any]] | None
+
+
+def _memories(value: Memories) -> list[dict[str, Any]]:
     if value is None:
         return []
+    if isinstance(value, Prefetched):
+        value = value.hits
+    if not isinstance(value, (str, dict)) and value and all(isinstance(m, Hit) for m in value):
+        value = memory_records(value)
     if isinstance(value, (str, dict)) or not all(isinstance(m, dict) and isinstance(m.get("text"), str)
                                                   for m in value):
-        raise InvalidInput("memories: must be a list of records with a text (see prompt_quote.memory_record)")
+        raise InvalidInput("memories: must be prefetched(user_id), a list of hits, or a list of records with a text "
+                           "(see prompt_quote.memory_record)")
     return [m for m in value if m["text"].strip()]
 
 
@@ -117,7 +128,7 @@ def build_context(
     streamed: Sequence[str] | None = None,
     system: str | Sequence[str] | None = None,
     budget: int = 1500,
-    memories: Sequence[dict[str, Any]] | None = None,
+    memories: Memories = None,
 ) -> dict[str, Any]:
     """Fit the parts into `budget` WordPiece tokens, in priority order.
 
@@ -125,7 +136,8 @@ def build_context(
     overflows), then tool results (privileged: truncated rather than dropped), then streamed items
     (opportunistic: whole items only, when they fit), then system items, then memories (whole records
     only) fill what is left. Memories are never system text: they go in their own section, quoted as
-    a data block with their provenance (prompt_quote), after the system section.
+    a data block with their provenance (prompt_quote), after the system section. `memories` takes what
+    `prefetched(user_id)` returns (None when nothing was prefetched), search hits, or memory records.
     """
     budget = require_int(budget, "budget", 1, 1_000_000)
     parts = {

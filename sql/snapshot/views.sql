@@ -11,9 +11,6 @@ select * from facts where status = 'active';
 create view fact_sources as
 select * from read_parquet('fact_sources/*.parquet');
 
-create view fact_history as
-select * from read_parquet('fact_history/*.parquet');
-
 create view episodes as
 select * from read_parquet('episodes/*.parquet');
 
@@ -160,3 +157,17 @@ where not exists (
         and r.table_name = 'fact_sources'
         and r.row_id = a.fact_id || chr(31) || a.episode_id || chr(31) || a.relation
 );
+
+-- Every fact event with the fact's text: the live fact's, else the archived fact's (a fact the archive
+-- took keeps its history and its words).
+create view fact_history as
+select h.* replace (coalesce(h.fact_text, a.text) as fact_text)
+from read_parquet('fact_history/*.parquet') as h
+left join (
+    select af.user_id, af.fact_id, any_value(af.text) as text
+    from archived_facts as af
+    group by af.user_id, af.fact_id
+) as a
+    on a.user_id = h.user_id
+    and a.fact_id = h.fact_id
+order by h.user_id, h.fact_id, h.seq;

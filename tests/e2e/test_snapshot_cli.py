@@ -388,4 +388,4 @@ def test_run_changes_table_shows_text_and_reason(store: dict) -> None:
     assert drop["text"] in {"The user likes spic…", "The user doesn't li…"}
     assert drop["confidence"] == "0.500 -> 0.250" and drop["reason"] == "contradiction penal…"
     # the CLI prints the same table under the report
-    assert "| tenant | fact | text | event | confidence | status | reason |" in store["second"].stdout
+    assert "| event | text | confidence | status | reason | tenant | fact |" in store["second"].stdout
