@@ -225,6 +225,10 @@ def stats(
         rows, contra = [], []
         shards = stores_for(s, user)  # every shard file, or the tenant's
         for shard in shards:
+            with store.open_reader_if_free(shard) as free:
+                if free is None:  # counts are the live store's: say why this waits instead of going quiet
+                    echo(f"{shard.db_path} is held by another process (the nightly run?); waiting up to "
+                         f"{shard.lock_timeout_s:g} s for exact counts (searches do not wait)", err=True)
             with store.open_store(shard, read_only=True) as con:
                 rows += store.rows(con, "queries/store/stats", user_id=user)
                 contra += store.rows(con, "queries/store/stats_contradictions", user_id=user)

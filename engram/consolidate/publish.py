@@ -22,7 +22,8 @@ def publish(ctx: StageContext, embedder: Embedder) -> StagePlan:
             .to_dicts())
         indexes = (write_tenant(ctx.settings, con, ctx.user_id, embedder.model, embedder.dim, ctx.run_id)
                    if ctx.settings.search_index else {})
-    if indexes.get("episodes", {}).get("written"):  # readers find these rows in the new generation now
+    # readers find these rows in the new generation now (without indexes nothing reads them back)
+    if indexes.get("episodes", {}).get("written") or not ctx.settings.search_index:
         indexes["inbox_segments_removed"] = inbox.remove(ctx.settings, ctx.user_id, covered)
     return StagePlan({"facts_embedded": embedded, "fact_changes": len(changes), "indexes": indexes},
                      changes=changes)
