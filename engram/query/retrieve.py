@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, StoreError
-from engram.index.vector_index import CACHE
+from engram.index.published import PUBLISHED
+from engram.index.vector_index import CACHE, PendingFill
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
@@ -81,7 +83,8 @@ def retrieve(
     vectors, embedder = embed_query(settings, [query], embedder)
     try:
         if con is None:
-            with db.open_reader(settings) as own:
+            # None while another process holds the store (or ENGRAM_HOT_PATH=inbox): what was published
+            with nullcontext(None) if settings.hot_path == "inbox" else db.open_reader_if_free(settings) as own:
                 pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
         else:
             pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)
@@ -109,8 +112,15 @@ def _source_pool(
     con: db.Connection, settings: Settings, embedder: Any, qvec: np.ndarray, table: str, cap: int,
     f: candidates.Filters,
 ) -> list[Candidate]:
-    """One source's candidates: cosine top rows that pass the filters, at most `cap`."""
-    index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
+    """One source's candidates: cosine top rows that pass the filters, at most `cap` (without the store:
+    from the published facts and episodes plus the inbox; the thought graph is not published)."""
+    if con is None:
+        if table == "kg_entities":
+            return []
+        fill = PendingFill(embedder.embed, settings.search_embed_pending, embedder.model)  # as search does
+        index = PUBLISHED.index(settings, table, f.user_id, embedder.model, embedder.dim, fill)
+    else:
+        index = CACHE.get(con, settings.db_path, table, f.user_id, embedder.model, embedder.dim)
     rows, sims = index.vector_top(qvec, min(4 * cap, max(index.n_vectors, 1)))
     kept = candidates.fetch(con, index, rows, f)
     pool = [

@@ -64,7 +64,7 @@ def test_ingest_embed_stats_round_trip(tmp_path: Path, settings: Settings) -> No
     assert r.exit_code == 0, r.output
     assert "ingested 3 episode(s), 0 duplicate(s) skipped" in r.output
     again = runner.invoke(app, ["ingest", str(path), "--json"])
-    assert json.loads(again.stdout) == {"received": 3, "inserted": 0, "duplicates": 3, "invalid": []}
+    assert json.loads(again.stdout) == {"received": 3, "inserted": 0, "queued": 0, "duplicates": 3, "invalid": []}
     assert {s for *_, s in _episodes(settings)} == {"pending_embed"}
 
     e = runner.invoke(app, ["embed"])

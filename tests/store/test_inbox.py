@@ -156,3 +156,15 @@ def test_with_hot_path_inbox_the_agent_never_opens_the_store(settings: Settings)
     assert drain_once(settings, HashEmbedder(settings.embed_dim))["episodes"] == 2
     assert [c for _, c, _ in _stored(settings)] == ["first, through the store", "the heron nests by the pond"]
     assert search_memory("heron", user_id="alice", settings=agent)[0].text == "the heron nests by the pond"
+
+
+def test_retrieve_while_the_store_is_held_reads_the_inbox(settings: Settings) -> None:
+    from engram.query.retrieve import retrieve
+
+    s = settings.model_copy(update={"enable_inner_voice": True})
+    add_episodes([{"user_id": "alice", "content": "the heron nests by the pond", "role": "user"}], s)
+    drain_once(s, HashEmbedder(s.embed_dim))  # retrieve ranks by vectors only
+    with held(s):
+        add_episodes([{"user_id": "alice", "content": "the heron left the pond in October", "role": "user"}], s)
+        out = retrieve("heron pond", user_id="alice", settings=s, floor=0.0)
+    assert {x["text"] for x in out["snippets"]} >= {"the heron nests by the pond", "the heron left the pond in October"}
