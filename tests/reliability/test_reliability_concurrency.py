@@ -11,6 +11,7 @@ import pytest
 
 from engram.store import db
 from engram.store.checks import run_checks
+from engram.store.fold import fold_inbox
 from tests.consolidation_scenario import seed
 from tests.reliability.test_reliability_crash import STAGES, store_state
 
@@ -36,6 +37,7 @@ def test_ingest_and_reads_succeed_while_the_nightly_run_writes(settings) -> None
     # every read finished well inside the lock timeout (30 s): writers hold the file only briefly
     assert float(outs["reader"][0].strip()) < 10.0
     with db.open_store(settings) as con:
+        fold_inbox(con, settings)  # what the writer wrote while the night held the store waited in the inbox
         assert con.execute("select count(*) from episodes where user_id = 'writer'").fetchall()[0][0] == 200
         assert all(n == 0 for n in run_checks(con).values())
 
