@@ -109,7 +109,10 @@ def register(app: typer.Typer) -> None:
         try:
             info = explain_fact(s, user, fact_id, read_only=True)
         except EngramError as exc:
-            hint = unknown_tenant_hint(s, user)
+            try:  # a store that cannot be opened fails the hint too: report the first error only
+                hint = unknown_tenant_hint(s, user)
+            except EngramError:
+                hint = None
             if hint:
                 echo(hint, err=True)
             fail(exc)

@@ -73,11 +73,21 @@ def connect(
                 raise StoreError(
                     f"store {path} is locked by another process for more than {lock_timeout_s}s"
                 ) from exc
+            if _is_empty_file(path):  # a crash before the first write, or a truncated copy
+                raise StoreError(f"cannot open store {path}: the file is empty (0 bytes), not a DuckDB database; "
+                                 "restore it from a backup, or remove it and ingest again") from exc
             raise StoreError(f"cannot open store {path}: {exc}") from exc
     try:
         yield con
     finally:
         con.close()
+
+
+def _is_empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def is_lock_timeout(exc: BaseException) -> bool:
