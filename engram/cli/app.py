@@ -9,7 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from engram.cli.guard import GuardedGroup, debug_enabled, needs_existing_store
+from engram.cli.guard import (
+    GuardedGroup,
+    debug_enabled,
+    is_disk_full,
+    needs_existing_store,
+)
 from engram.errors import EngramError, LLMError
 from engram.settings import Settings, load_settings
 from engram.store.tenant import normalise_user_option
@@ -33,11 +38,15 @@ def settings_or_exit(**overrides: Any) -> Settings:
 
 
 def fail(exc: Exception) -> None:
-    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed)."""
+    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed or
+    the disk is full, runtime failures as docs/foundation.md says)."""
     import traceback
 
     if debug_enabled():
         traceback.print_exception(exc)
+    if is_disk_full(exc):  # a store or archive write that found no space: not bad input
+        echo(f"error [disk_full]: {exc}", err=True)
+        raise typer.Exit(1)
     code = getattr(exc, "code", "internal_error")
     echo(f"error [{code}]: {exc}", err=True)
     raise typer.Exit(1 if isinstance(exc, LLMError) else 2)
