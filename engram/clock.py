@@ -39,6 +39,22 @@ def naive_utc_or_now(value: datetime | str | None, field: str = "as_of") -> date
     return now() if moment is None else moment
 
 
+# The logical times a consolidation run accepts: a run reaches ENGRAM_RETENTION_DAYS (<= 3650) and the
+# recluster window back from as_of, and Python's dates end at 9999-12-31, so both ends keep a margin.
+# Only a run's as_of is held to it: 9999-12-31 stays a valid valid_to or search as_of elsewhere.
+AS_OF_MIN = datetime(1900, 1, 1)
+AS_OF_MAX = datetime(9998, 12, 31, 23, 59, 59)
+
+
+def run_as_of(value: datetime | str | None, option: str = "--as-of") -> datetime:
+    """naive_utc_or_now for a consolidation run, refused (InvalidInput naming as_of) outside AS_OF_MIN..AS_OF_MAX."""
+    moment = naive_utc_or_now(value)
+    if not AS_OF_MIN <= moment <= AS_OF_MAX:
+        raise InvalidInput(f"as_of: {option} {moment.isoformat()} is outside the accepted range "
+                           f"{AS_OF_MIN.date().isoformat()} .. {AS_OF_MAX.date().isoformat()} (UTC)")
+    return moment
+
+
 def run_id(kind: str, moment: datetime | None = None, key: str | None = None) -> str:
     """A run id `<kind>-<YYYYmmddTHHMMSS>-<8 hex>`.
 

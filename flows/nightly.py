@@ -36,10 +36,10 @@ def nightly_consolidation(
     stages: list[str] | None = None,
 ) -> dict[str, Any]:
     """Consolidate one tenant (or every tenant with work): episodes become confident, deduplicated facts."""
+    as_of = clock.run_as_of(as_of, option="as_of")  # first: an out-of-range as_of fails no tenant
     logger = get_run_logger()
     settings = load_settings()
     user_id = None if user_id is None else normalise_user_id(user_id)
-    as_of = clock.naive_utc_or_now(as_of)
     chosen = choose_stages(stages)
     if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):
         from engram.flows.sharded import run_sharded_nightly  # one task per shard file

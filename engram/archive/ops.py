@@ -135,7 +135,20 @@ def _selection(
         raise InvalidInput(f"older_than_days: must be a whole number >= 0 (got {days!r})")
     as_of = clock.naive_utc_or_now(as_of)
     statuses = {t: [s for s in RETIRED[t] if not wanted or s in wanted] for t in tables}
-    return {t: s for t, s in statuses.items() if s}, as_of - timedelta(days=days), as_of, days
+    return {t: s for t, s in statuses.items() if s}, _cutoff(as_of, days), as_of, days
+
+
+def _cutoff(as_of: datetime, days: int) -> datetime:
+    """as_of minus days; a cutoff before year 1 is InvalidInput naming the option to change."""
+    reach = (as_of - datetime.min).days  # the most days any cutoff can lie before this as_of
+    if days <= reach:
+        return as_of - timedelta(days=days)
+    if days > (datetime.max - datetime.min).days:  # too many days for any as_of
+        raise InvalidInput(f"older_than_days: --older-than-days {days} reaches before the year 1 from any "
+                           f"--as-of; use at most {reach} with this --as-of")
+    raise InvalidInput(f"as_of: --as-of {as_of.date().isoformat()} minus --older-than-days {days} is before the year 1; "
+                       f"give an --as-of on or after {(datetime.min + timedelta(days=days)).date().isoformat()} or at most "
+                       f"{reach} days")
 
 
 _DUE_SCHEMA = {"user_id": pl.String, "table_name": pl.String, "id": pl.String, "status": pl.String,

@@ -9,7 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from engram.cli.guard import GuardedGroup, debug_enabled, needs_existing_store
+from engram.cli.guard import (
+    GuardedGroup,
+    debug_enabled,
+    is_disk_full,
+    needs_existing_store,
+)
 from engram.errors import EngramError, LLMError
 from engram.settings import Settings, load_settings
 from engram.store.tenant import normalise_user_option
@@ -33,11 +38,15 @@ def settings_or_exit(**overrides: Any) -> Settings:
 
 
 def fail(exc: Exception) -> None:
-    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed)."""
+    """Print a typed error (code and message; the traceback only with --debug) and exit 2 (1: the LLM failed or
+    the disk is full, runtime failures as docs/foundation.md says)."""
     import traceback
 
     if debug_enabled():
         traceback.print_exception(exc)
+    if is_disk_full(exc):  # a store or archive write that found no space: not bad input
+        echo(f"error [disk_full]: {exc}", err=True)
+        raise typer.Exit(1)
     code = getattr(exc, "code", "internal_error")
     echo(f"error [{code}]: {exc}", err=True)
     raise typer.Exit(1 if isinstance(exc, LLMError) else 2)
@@ -116,6 +125,7 @@ def ingest(
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
     from engram.cli.progress import counted, progress
+    from engram.store.csv_cells import csv_cells_up_to
     from engram.store.ingest import IngestRejected, add_episodes_routed, read_records
     from engram.store.locomo import locomo_records
 
@@ -125,7 +135,8 @@ def ingest(
             records = locomo_records(file, user_prefix="")
             numbers = None
         else:
-            numbers, records = read_records(file, format)
+            with csv_cells_up_to():  # for this read only: the csv module's limit is process-wide
+                numbers, records = read_records(file, format)
         with progress(f"ingesting {file.name}", total=len(records)) as advance:
             result = add_episodes_routed(counted(records, advance), s, skip_invalid=skip_invalid, user_id=user,
                                          line_numbers=numbers, require_created_at=True)

@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json")] = False,
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
+        from engram import clock
         from engram.consolidate.report import changes_markdown, run_report_markdown
         from engram.consolidate.runner import choose_stages, failed_tenants
         from engram.store.presence import require_store
@@ -66,6 +67,8 @@ def register(app: typer.Typer) -> None:
 
         s = settings_or_exit()
         try:
+            if as_of is not None:  # an as_of the run cannot compute with is one line, before anything runs
+                as_of = clock.run_as_of(as_of)
             hint = unknown_tenant_hint(s, user) if user else None
             if hint:  # nothing to consolidate: say why instead of a report of zeros
                 echo(hint, err=True)
@@ -106,7 +109,10 @@ def register(app: typer.Typer) -> None:
         try:
             info = explain_fact(s, user, fact_id, read_only=True)
         except EngramError as exc:
-            hint = unknown_tenant_hint(s, user)
+            try:  # a store that cannot be opened fails the hint too: report the first error only
+                hint = unknown_tenant_hint(s, user)
+            except EngramError:
+                hint = None
             if hint:
                 echo(hint, err=True)
             fail(exc)

@@ -26,6 +26,21 @@ def debug_enabled() -> bool:
     return os.environ.get("ENGRAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether exc, or an error it was raised from, says the disk (or the quota) is full."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in {errno.ENOSPC, errno.EDQUOT}:
+            return True
+        text = str(current).lower()
+        if "no space left" in text or "disk full" in text or "disk quota exceeded" in text:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def classify(exc: BaseException) -> tuple[str, int, str]:
     """(code, exit status, one-line cause) of an exception no command handled: 2 bad input, 1 runtime."""
     from engram.store import db

@@ -16,12 +16,22 @@ from typing import Annotated, Any
 
 import typer
 
-from engram.text.terminal import echo, table_lines
+from engram.text.terminal import echo, safe, table_lines
 
 
 def _stdout() -> contextlib.AbstractContextManager[io.TextIOBase]:
     """sys.stdout for the csv writer, left open."""
     return contextlib.nullcontext(sys.stdout)
+
+
+def _exact(value: Any) -> Any:
+    return value
+
+
+def _printable(value: Any) -> Any:
+    """A CSV cell for the terminal: control characters in text escaped (\\x1b, \\r, \\u202e); newlines and tabs
+    kept (the csv writer quotes them)."""
+    return safe(value, keep_layout=True) if isinstance(value, str) else value
 
 
 def _json_value(value: Any) -> Any:
@@ -128,10 +138,13 @@ def register(app: typer.Typer) -> None:
         if fmt is Format.parquet:
             pq.write_table(result, out)
         elif fmt is Format.csv:  # the csv module quotes only values that need it (Arrow quotes every string)
+            # printed, text is escaped as all human output is (csv has no escape of its own); --out is exact,
+            # with RFC 4180's \r\n line ends: the csv module quotes a cell holding \r only when \r ends lines
+            shown = _exact if out else _printable
             with (open(out, "w", newline="", encoding="utf-8") if out else _stdout()) as fh:
-                writer = csv.writer(fh, lineterminator="\n")
-                writer.writerow(result.column_names)
-                writer.writerows(tuple(r.values()) for r in result.to_pylist())
+                writer = csv.writer(fh, lineterminator="\r\n" if out else "\n")
+                writer.writerow([shown(c) for c in result.column_names])
+                writer.writerows(tuple(shown(v) for v in r.values()) for r in result.to_pylist())
         elif fmt is Format.json:
             text = json.dumps(result.to_pylist(), default=_json_value, indent=2)
             if out:

@@ -58,6 +58,7 @@ def connect(
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.exists():
         raise StoreError(f"store not found: {path} (run `engram init` first)")
+    creating = not read_only and not path.exists()
     deadline = time.monotonic() + lock_timeout_s
     delay = 0.02
     while True:
@@ -73,11 +74,24 @@ def connect(
                 raise StoreError(
                     f"store {path} is locked by another process for more than {lock_timeout_s}s"
                 ) from exc
+            full = "no space left" in str(exc).lower()
+            if full and creating and _is_empty_file(path):  # the disk filled as it was created: leave no 0-byte store
+                path.unlink(missing_ok=True)
+            if _is_empty_file(path) and not full:  # a crash before the first write, or a truncated copy
+                raise StoreError(f"cannot open store {path}: the file is empty (0 bytes), not a DuckDB database; "
+                                 "restore it from a backup, or remove it and ingest again") from exc
             raise StoreError(f"cannot open store {path}: {exc}") from exc
     try:
         yield con
     finally:
         con.close()
+
+
+def _is_empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def is_lock_timeout(exc: BaseException) -> bool:
