@@ -125,7 +125,6 @@ def ingest(
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
     from engram.cli.progress import counted, progress
-    from engram.store.csv_cells import csv_cells_up_to
     from engram.store.ingest import IngestRejected, add_episodes_routed, read_records
     from engram.store.locomo import locomo_records
 
@@ -135,8 +134,7 @@ def ingest(
             records = locomo_records(file, user_prefix="")
             numbers = None
         else:
-            with csv_cells_up_to():  # for this read only: the csv module's limit is process-wide
-                numbers, records = read_records(file, format)
+            numbers, records = read_records(file, format)
         with progress(f"ingesting {file.name}", total=len(records)) as advance:
             result = add_episodes_routed(counted(records, advance), s, skip_invalid=skip_invalid, user_id=user,
                                          line_numbers=numbers, require_created_at=True)

@@ -22,6 +22,7 @@ from engram import clock
 from engram.errors import InvalidInput
 from engram.settings import Settings
 from engram.store import db, inbox
+from engram.store.csv_cells import csv_cells_up_to
 from engram.store.insert import (
     EPISODE_SCHEMA,
     IngestRejected,
@@ -377,7 +378,7 @@ def read_records(path: Path, fmt: str | None = None) -> tuple[list[int], list[An
         return _read_jsonl(path)
     if fmt == "csv":
         try:
-            with path.open(newline="", encoding="utf-8-sig") as fh:
+            with csv_cells_up_to(), path.open(newline="", encoding="utf-8-sig") as fh:
                 reader = csv.DictReader(fh)
                 rows_ = [{k: v for k, v in row.items() if v != ""} for row in reader]
         except (UnicodeDecodeError, csv.Error) as exc:
