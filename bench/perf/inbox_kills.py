@@ -53,8 +53,8 @@ def writer(path: str, round_no: int) -> None:
                                   "created_at": f"2026-11-{1 + round_no % 27:02d}T{i % 24:02d}:{i % 60:02d}:00Z"}
         if i % 2:
             record["id"] = f"r{round_no}-{i}"
-        engram.add_episodes([record], settings)
-        print(content, flush=True)
+        result = engram.add_episodes([record], settings)
+        print(f"{content}\t{'inbox' if result.queued else 'store'}", flush=True)
 
 
 def worker(path: str) -> None:
@@ -92,6 +92,7 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
     path = str(work / "engram.duckdb")
     acknowledged: list[str] = []
     killed: Counter[str] = Counter()
+    via: Counter[str] = Counter()  # how each acknowledged record was written: to the store or the inbox
     log = open(work / "stderr.log", "w")  # noqa: SIM115 - kept for the whole campaign
     order = [ROLES[k % 3] for k in range(kills)]
     rng.shuffle(order)
@@ -108,7 +109,11 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
         out, _ = procs["writer"].communicate()
         for p in procs.values():
             p.wait()
-        acknowledged += [line for line in out.splitlines() if line.startswith("round ")]
+        for line in out.splitlines():
+            if line.startswith("round ") and "\t" in line:
+                content, path_taken = line.split("\t")
+                acknowledged.append(content)
+                via[path_taken] += 1
     from engram import clock
     from engram.consolidate.runner import consolidate_tenants
     from engram.store import db
@@ -120,7 +125,7 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
         pending = con.execute("select count(*) from episodes where status = 'pending_embed'").fetchall()[0][0]
     lost = [c for c in acknowledged if stored[c] == 0]
     doubled = [c for c, n in stored.items() if n > 1]
-    return {"kills": dict(killed), "acknowledged": len(acknowledged), "stored": sum(stored.values()),
+    return {"kills": dict(killed), "acknowledged": len(acknowledged), "via": dict(via), "stored": sum(stored.values()),
             "lost": len(lost), "doubled": len(doubled), "lost_sample": lost[:3], "doubled_sample": doubled[:3],
             "unembedded_after_night": pending, "final_failed": sorted(u for u, r in final.items() if "failed" in r),
             "seconds": round(time.monotonic() - t0, 1), "store": path}
@@ -135,12 +140,12 @@ def report(r: dict[str, Any], command: str) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}  ",
         f"Date: {time.strftime('%Y-%m-%d', time.gmtime())}",
         "",
-        "| kills (writer / worker / night) | acknowledged records | lost | stored twice | failed tenants in the "
-        "final night | result |",
+        "| kills (writer / worker / night) | acknowledged records (written to the store / queued in the inbox) "
+        "| lost | stored twice | failed tenants in the final night | result |",
         "|---|---|---|---|---|---|",
         f"| {r['kills'].get('writer', 0)} / {r['kills'].get('worker', 0)} / {r['kills'].get('night', 0)} | "
-        f"{r['acknowledged']} | {r['lost']} | {r['doubled']} | {len(r['final_failed'])} | "
-        f"{'pass' if ok else 'FAIL'} |",
+        f"{r['acknowledged']} ({r['via'].get('store', 0)} / {r['via'].get('inbox', 0)}) | {r['lost']} | "
+        f"{r['doubled']} | {len(r['final_failed'])} | {'pass' if ok else 'FAIL'} |",
         "",
         "A record is acknowledged when `add_episodes` returned for it (the writer prints it then). After the",
         "last kill one uninterrupted night folds the inbox; every acknowledged record must then be stored",
