@@ -239,29 +239,26 @@ def open_store(settings: Any, read_only: bool = False) -> Iterator[Connection]:
         yield con
 
 
-@contextmanager
-def open_store_if_free(settings: Any) -> Iterator[Connection | None]:
-    """open_store without waiting: None when another process holds the store (the night, a writer).
+def open_store_if_free(settings: Any) -> Any:
+    """open_store without waiting: a context manager giving None when another process holds the store
+    (the night, a writer).
 
     The hot path takes this instead of queueing behind the night: a writer appends to the inbox
     (engram.store.inbox), a reader answers from what was published (engram.index.published).
     """
-    with ExitStack() as stack:
-        try:
-            con = stack.enter_context(open_store(no_wait(settings)))
-        except StoreError as exc:
-            if not is_lock_timeout(exc):
-                raise
-            con = None
-        yield con
+    return _unless_held(open_store, settings)
+
+
+def open_reader_if_free(settings: Any) -> Any:
+    """open_reader without waiting: a context manager giving None when another process holds the store."""
+    return _unless_held(open_reader, settings)
 
 
 @contextmanager
-def open_reader_if_free(settings: Any) -> Iterator[Connection | None]:
-    """open_reader without waiting: None when another process holds the store read-write."""
+def _unless_held(opener: Any, settings: Any) -> Iterator[Connection | None]:
     with ExitStack() as stack:
         try:
-            con = stack.enter_context(open_reader(no_wait(settings)))
+            con = stack.enter_context(opener(no_wait(settings)))
         except StoreError as exc:
             if not is_lock_timeout(exc):
                 raise
