@@ -112,6 +112,10 @@ class Settings(BaseSettings):
         "when no other process holds it, and the inbox and the published indexes when one does (never waiting). "
         "inbox: it never opens the store: writes always go to the inbox (the embedding worker folds them in "
         "seconds) and searches always read the published indexes plus the inbox.")
+    inbox_publish_rows: int = bounded(
+        500, 0, 10_000_000, "The embedding worker rewrites a tenant's episodes index once this many episodes "
+        "written since the last publish wait in its inbox, so a search that reads the inbox (ENGRAM_HOT_PATH=inbox, "
+        "or the store held) merges few rows (0 = only the night publishes).")
     embed_poll_s: float = bounded(
         2.0, 0.1, 3600.0, "Seconds the embedding worker (`engram embed --watch`, the embedding-worker deployment) "
         "sleeps between passes over the queue: an episode is found by meaning about this long plus its embedding "

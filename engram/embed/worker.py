@@ -21,6 +21,7 @@ import numpy as np
 
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
+from engram.index.writer import write_tenant
 from engram.settings import Settings
 from engram.store import db, inbox
 from engram.store.sharding import all_shard_settings
@@ -41,11 +42,11 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     them longer than LOCK_WAIT_S. A missing store is skipped (the worker never creates one); any other
     error (a failing embedder) is raised, with what was embedded before it kept.
     """
-    counts = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0}
+    counts = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0}
     short = settings.model_copy(update={"lock_timeout_s": min(settings.lock_timeout_s, LOCK_WAIT_S)})
-    for store in all_shard_settings(short, existing_only=True):
-        if not Path(store.db_path).exists():
-            continue
+    for store in all_shard_settings(short):  # a shard with only an inbox has work too
+        if not Path(store.db_path).exists() and not inbox.root(store).exists():
+            continue  # nothing to embed; an inbox beside no store is the first writes of ENGRAM_HOT_PATH=inbox
         try:
             for table in TABLES:
                 if stop is not None and stop():
@@ -57,7 +58,32 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
             counts["locked"] += 1
             # readers that find the store held find the inbox's episodes by meaning with these vectors
             counts["inbox_embedded"] += embed_inbox(store, embedder, stop)
+            continue
+        counts["republished"] += republish_inbox(store, embedder)
     return counts
+
+
+def republish_inbox(settings: Settings, embedder: Embedder) -> int:
+    """Rewrite the episodes index of each tenant whose inbox holds settings.inbox_publish_rows folded
+    episodes or more, and drop those segments: a reader of the published index plus the inbox then merges
+    a few rows, not a day's. Skipped (for the next pass) while another process holds the store."""
+    if not settings.search_index or settings.inbox_publish_rows <= 0:
+        return 0
+    done = 0
+    for user in inbox.tenants(settings):
+        covered = inbox.folded_stems(settings, user)  # listed before the index reads the store
+        waiting = sum(t.num_rows for seg in inbox.segments(settings, user)
+                      if seg.stem in covered and (t := inbox.read(seg)) is not None)
+        if waiting < settings.inbox_publish_rows:
+            continue
+        with db.open_store_if_free(settings) as con:
+            if con is None:
+                return done
+            written = write_tenant(settings, con, user, embedder.model, embedder.dim, tables=("episodes",))
+        if written["episodes"].get("written"):
+            inbox.remove(settings, user, covered)
+            done += 1
+    return done
 
 
 def embed_inbox(settings: Settings, embedder: Embedder, stop: Callable[[], bool] | None = None) -> int:
@@ -100,13 +126,13 @@ def watch(
     poll_s = settings.embed_poll_s if poll_s is None else poll_s
     stop = stop or threading.Event()
     run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
-    totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "passes": 0}
+    totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0, "passes": 0}
     start = time.monotonic()
     was_locked = False
     while True:
         counts = run_pass(settings, embedder)
         totals["passes"] += 1
-        for key in ("episodes", "facts", "locked", "inbox_embedded"):
+        for key in ("episodes", "facts", "locked", "inbox_embedded", "republished"):
             totals[key] += counts.get(key, 0)
         if counts.get("episodes") or counts.get("facts"):
             logger.info("embedding worker: embedded %d episode(s), %d fact(s)", counts["episodes"], counts["facts"])

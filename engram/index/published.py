@@ -53,7 +53,7 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
         has_vectors = seg.vectors_path(model, dim).name in others
         part = _segment_rows(seg, model, dim, has_vectors)
         if part is not None and part.num_rows:
-            signature.append((seg.stem, seg.folded, has_vectors))
+            signature.append((seg.stem, has_vectors))  # folding changes no row: no rebuild
             parts.append(part)
     if not parts:
         return _empty(dim), ()

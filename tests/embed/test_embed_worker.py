@@ -43,9 +43,9 @@ def _unembedded(settings: Settings) -> list[tuple]:
 def test_a_pass_embeds_every_tenant_and_the_next_finds_nothing(settings: Settings) -> None:
     _seed(settings)
     embedder = HashEmbedder(settings.embed_dim)
-    assert drain_once(settings, embedder) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0}
+    assert drain_once(settings, embedder) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0, "republished": 0}
     assert _unembedded(settings) == []
-    assert drain_once(settings, embedder) == {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0}
+    assert drain_once(settings, embedder) == {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0}
 
 
 def test_every_existing_shard_is_drained_and_none_is_created(settings: Settings, monkeypatch) -> None:
@@ -54,7 +54,7 @@ def test_every_existing_shard_is_drained_and_none_is_created(settings: Settings,
     _seed(sharded)
     before = {s.db_path for s in all_shard_settings(sharded, existing_only=True)}
     assert before == {for_tenant(sharded, u).db_path for u in TENANTS}
-    assert drain_once(sharded, HashEmbedder(sharded.embed_dim)) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0}
+    assert drain_once(sharded, HashEmbedder(sharded.embed_dim)) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0, "republished": 0}
     assert {s.db_path for s in all_shard_settings(sharded, existing_only=True)} == before
     for u in TENANTS:
         assert _unembedded(for_tenant(sharded, u)) == []
@@ -75,11 +75,11 @@ def test_a_store_locked_by_another_process_is_reported_not_raised(settings: Sett
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert drain_once(settings, embedder) == {"episodes": 0, "facts": 0, "locked": 1, "inbox_embedded": 0}  # at once, not 30 s
+        assert drain_once(settings, embedder) == {"episodes": 0, "facts": 0, "locked": 1, "inbox_embedded": 0, "republished": 0}  # at once, not 30 s
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
-    assert drain_once(settings, embedder) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0}  # the next pass gets in
+    assert drain_once(settings, embedder) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0, "republished": 0}  # the next pass gets in
 
 
 def test_watch_stops_after_max_seconds_and_when_stopped(settings: Settings) -> None:
@@ -104,7 +104,7 @@ def test_stop_finishes_the_batch_under_way_and_keeps_the_rest_pending(settings: 
         return calls["n"] > 1  # the check before the first table passes, the one after the first batch stops
 
     counts = drain_once(s, HashEmbedder(s.embed_dim), stop=stop_after_first_batch)
-    assert counts == {"episodes": 2, "facts": 0, "locked": 0, "inbox_embedded": 0}
+    assert counts == {"episodes": 2, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0}
     assert sum(n for table, _, n in _unembedded(s) if table == "episodes") == 4
 
 

@@ -168,3 +168,13 @@ def test_retrieve_while_the_store_is_held_reads_the_inbox(settings: Settings) ->
         add_episodes([{"user_id": "alice", "content": "the heron left the pond in October", "role": "user"}], s)
         out = retrieve("heron pond", user_id="alice", settings=s, floor=0.0)
     assert {x["text"] for x in out["snippets"]} >= {"the heron nests by the pond", "the heron left the pond in October"}
+
+
+def test_the_worker_republishes_a_tenants_episodes_once_enough_wait_in_the_inbox(settings: Settings) -> None:
+    agent = settings.model_copy(update={"hot_path": "inbox", "inbox_publish_rows": 3})
+    for text in ("the heron nests by the pond", "the otter swims at dusk", "a kingfisher dives for fish"):
+        add_episodes([{"user_id": "alice", "content": text}], agent)
+    counts = drain_once(agent, HashEmbedder(agent.embed_dim))
+    assert (counts["episodes"], counts["republished"]) == (3, 1)
+    assert inbox.segments(agent, "alice") == []  # the new generation holds them
+    assert search_memory("otter", user_id="alice", settings=agent)[0].text == "the otter swims at dusk"
