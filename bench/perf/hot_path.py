@@ -73,7 +73,8 @@ def distinct_word(rng: random.Random) -> str:
 
 def build_store(path: Path, tenants: int, turns: int, embedder: str, as_of: Any) -> str:
     """`turns` conversation turns per tenant, dated over the week before `as_of`: the first half through
-    a night already (embedded, consolidated, published, as a store in use is), the second half new."""
+    a night already (embedded, consolidated, published, as a store in use is), the second half new to the
+    night (embedded by the day's worker)."""
     import engram
     from bench.perf.ingest import corpus_texts
     from engram.consolidate.runner import consolidate_tenants
@@ -94,6 +95,11 @@ def build_store(path: Path, tenants: int, turns: int, embedder: str, as_of: Any)
                 for i in range(turns // 2, turns)]
         for start in range(0, len(rows), 1000):
             engram.add_episodes(rows[start:start + 1000], settings)
+    # the day's embedding worker: the new turns are embedded (and their index republished) before the night
+    from engram import embed as embedders
+    from engram.embed.worker import drain_once
+
+    drain_once(settings, embedders.from_settings(settings))
     return source
 
 

@@ -66,7 +66,8 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
     keep = [not (i in seen or seen.add(i)) for i in ids]  # type: ignore[func-returns-value]
     if not all(keep):
         rows = rows.filter(pa.array(keep))
-    rows = rows.append_column("row_id", pa.array(-1 - np.arange(rows.num_rows), pa.int64()))
+    # negative (no store rowid), rising with the write order: a fill embeds the newest pending rows first
+    rows = rows.append_column("row_id", pa.array(np.arange(rows.num_rows) - rows.num_rows - 1, pa.int64()))
     return rows.select(list(DELTA_COLUMNS)), tuple(signature)
 
 

@@ -178,3 +178,17 @@ def test_the_worker_republishes_a_tenants_episodes_once_enough_wait_in_the_inbox
     assert (counts["episodes"], counts["republished"]) == (3, 1)
     assert inbox.segments(agent, "alice") == []  # the new generation holds them
     assert search_memory("otter", user_id="alice", settings=agent)[0].text == "the otter swims at dusk"
+
+
+def test_a_search_without_the_store_embeds_the_newest_inbox_rows_first(settings: Settings) -> None:
+    from engram.index.published import PUBLISHED
+    from engram.index.vector_index import PendingFill
+
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    for text in ("oldest", "middle", "newest"):
+        add_episodes([{"user_id": "alice", "content": text}], agent)
+    embedder = HashEmbedder(agent.embed_dim)
+    index = PUBLISHED.index(agent, "episodes", "alice", embedder.model, embedder.dim,
+                            PendingFill(embedder.embed, 1, embedder.model))
+    with_vector = [index.ids[int(p)] for p in index.vec_pos]
+    assert [index.text(index.pos[i]) for i in with_vector] == ["newest"]
