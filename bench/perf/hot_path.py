@@ -8,8 +8,9 @@ only that episode holds, its tenant, limit 10), timing each call (its start-up a
 excluded) and noting failures by exception type and whether the episode just added is among the hits.
 The baseline phase runs the loop on an idle store; the busy phase runs it from just before the night
 (consolidate_tenants over every tenant, in another process) to its end. Found by meaning (a paraphrase
-sharing no word finds the episode within 10 s) is measured only when engram.embed.worker.drain_once
-exists: a worker process then calls it in a loop during both phases.
+sharing no word finds the episode within 10 s, searched by the vector path alone: a hybrid search may
+rank the paraphrase's word matches above it) is measured while a worker process calls
+engram.embed.worker.drain_once in a loop during both phases.
 """
 
 from __future__ import annotations
@@ -180,7 +181,10 @@ class MeaningProbe:
             return
         self.checked_at = now
         try:
-            found = any(h.id == eid for h in search_memory(query, user_id=user, settings=self.settings, limit=10))
+            # by meaning: the vector path alone (a hybrid search may rank word matches of the paraphrase
+            # above it, which says nothing about whether the new episode's vector is searched yet)
+            found = any(h.id == eid for h in search_memory(query, user_id=user, settings=self.settings, limit=10,
+                                                           method="vector"))
         except Exception:  # noqa: BLE001 - the hot loop counts failures; here only the time matters
             found = False
         if found or now - added >= MEANING_GIVE_UP_S:
