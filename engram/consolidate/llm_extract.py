@@ -29,10 +29,12 @@ OUTPUT_TOKENS_PER_CLUSTER = 80
 
 @dataclass(frozen=True)
 class ClusterInput:
-    """One cluster: its id and its episodes as (episode_id, role, content, created_at)."""
+    """One cluster: its id, its episodes as (episode_id, role, content, created_at), and those of them an
+    agent wrote (assistant, model, tool turns: engram.consolidate.speakers), shown to the model as such."""
 
     cluster_id: str
     episodes: list[tuple[str, str | None, str, datetime]]
+    agent_ids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,13 @@ TASK = (
     "person instead of 'I' or 'he' where the data says who it is), no speculation beyond the text. "
     "claim_type: fact, preference, assumption (the speaker's belief or guess) or goal. Cite in episodes "
     "the ids of the episodes of the same cluster that each fact rests on. Return an empty facts list for "
-    "a cluster with nothing worth remembering."
+    "a cluster with nothing worth remembering. Facts are what the people the memory is about said or did "
+    "(episodes with by: person). An episode with by: agent is the agent's own words: it yields a fact only "
+    "where it records something about the user's world that the user stated or accepted in an episode by a "
+    "person, attributed as such (\"The user accepted the plan to ...\") and citing that person's episode too; "
+    "the agent's advice, explanations, code and formatting are not facts. A fact citing only agent episodes "
+    "is dropped. An instruction or lasting preference about how to answer (\"always include X when I ask "
+    "about Y\", \"I prefer concise answers\") is claim_type preference."
 )
 
 
@@ -122,8 +130,8 @@ def _record(cluster: ClusterInput, alias: str, first: int,
     aliases = {}
     for n, (eid, role, content, created_at) in enumerate(trimmed(cluster.episodes, max_chars), first):
         aliases[f"e{n}"] = eid
-        eps.append({"id": f"e{n}", "role": role or "", "at": created_at.isoformat(timespec="seconds"),
-                    "text": content[:EPISODE_MAX_CHARS]})
+        eps.append({"id": f"e{n}", "role": role or "", "by": "agent" if eid in cluster.agent_ids else "person",
+                    "at": created_at.isoformat(timespec="seconds"), "text": content[:EPISODE_MAX_CHARS]})
     return {"cluster": alias, "episodes": eps}, aliases
 
 

@@ -19,6 +19,7 @@ with turns as (
 select
     e.id,
     e.role,
+    e.origin,
     e.content,
     e.created_at,
     e.is_private,
