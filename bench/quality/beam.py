@@ -84,9 +84,16 @@ def chat_records(folder: Path, user_id: str) -> list[dict[str, Any]]:
 
 
 def gold_turns(source: Any) -> list[int]:
-    """Every turn id of a source_chat_ids value (a list, or a dict of lists), in order, once."""
-    values = [v for part in source.values() for v in part] if isinstance(source, dict) else list(source or [])
-    return list(dict.fromkeys(int(v) for v in values))
+    """Every turn id of a source_chat_ids value (a list, a dict of lists, lists nested), in order, once."""
+    values = list(source.values()) if isinstance(source, dict) else list(source or [])
+    flat: list[int] = []
+    while values:
+        v = values.pop(0)
+        if isinstance(v, list):
+            values = v + values
+        else:
+            flat.append(int(v))
+    return list(dict.fromkeys(flat))
 
 
 def plain_tokens(text: str) -> list[str]:
