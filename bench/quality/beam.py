@@ -197,6 +197,21 @@ def run_chat(folder: Path, n: int, settings: Settings, embedder: Any) -> dict[st
             "linked": links, "facts": fact_counts(settings, user)}
 
 
+def locomo_never_links(path: Path, settings: Settings, embedder: Any) -> dict[str, Any]:
+    """The night over LoCoMo dev (no planted contradictions): every link the never rule makes, per 1,000 turns."""
+    from engram.consolidate.runner import Tools, run_tenant
+    from engram.store.locomo import locomo_records
+
+    records = locomo_records(path, user_prefix="locomo-")
+    add_episodes(records, settings)
+    links: list[list[str]] = []
+    for user in sorted({r["user_id"] for r in records}):
+        run_tenant(settings, user, f"{user}-night", clock.now(), ["embed", "extract", "confidence"], Tools(embedder))
+        with db.open_reader(settings) as con:
+            links += [texts for _, texts in db.rows(con, named("beam_never_links"), user_id=user)]
+    return {"turns": len(records), "links": links, "per_1000": 1000 * len(links) / len(records)}
+
+
 def summarise(chats: list[dict[str, Any]]) -> dict[str, Any]:
     """Per method: recall per category and all, current-first; linked, facts per turn, seconds per chat."""
     out: dict[str, Any] = {}
@@ -288,6 +303,8 @@ def main() -> None:
                     help="report columns: range:name;...")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("BEAM.md"))
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--locomo", type=Path, default=None,
+                    help="also count the never rule's links on this LoCoMo file (false links: it has none planted)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="engram-beam-")
     os.environ["ENGRAM_DB_PATH"] = str(Path(tmp.name) / "beam.duckdb")
@@ -299,6 +316,7 @@ def main() -> None:
         print(f"chat {n}: {c['turns']} turns, embed {c['embed_s']:.1f} s, night {c['night_s']:.1f} s, "
               f"facts {dict(c['facts'])}, linked {c['linked']}", flush=True)
         chats.append(c)
+    never = locomo_never_links(args.locomo, settings, embedder) if args.locomo else None
     CACHE.clear()
     tmp.cleanup()
     groups = {}
@@ -308,6 +326,10 @@ def main() -> None:
         if members:
             groups[name] = summarise(members)
     text = report(groups, " ".join(["python -m bench.quality.beam", *sys.argv[1:]]))
+    if never is not None:
+        text += (f"\n## 'Never' links on {args.locomo.name} (no contradictions planted: every link counts as false)\n\n"
+                 f"{len(never['links'])} links over {never['turns']} turns: {never['per_1000']:.2f} per 1,000 turns "
+                 "(target <= 5)\n\n" + "".join(f"- {' / '.join(t)}\n" for t in never["links"]))
     print(text)
     args.out.write_text(text, encoding="utf-8")
     if args.json:
