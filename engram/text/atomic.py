@@ -84,6 +84,11 @@ _TRAILING_QUESTION = re.compile(
     r"(?:,|;|\s[-\u2013\u2014]|:)\s+(?:(?:and|but|so|or|then|now|also)\s+)?"
     r"(?:can|could|would|will|should|do|does|did|is|are|was|what|what's|how|why|where|when|which|who|any|shall"
     r"|have|has)\b[^,;]*\?\s*$", re.IGNORECASE)
+# ... or a request to the listener after a statement, its question mark left out (", can you help me with that")
+_TRAILING_REQUEST = re.compile(
+    r"(?:,|;|\s[-\u2013\u2014]|:)\s+(?:(?:and|but|so|or|then|now)\s+)?"
+    r"(?:(?:can|could|would|will)\s+you|what\s+do\s+you\s+think|do\s+you\s+have|any\s+(?:tips|advice|ideas|suggestions))"
+    r"\b[^,;]*[.!]?\s*$", re.IGNORECASE)
 # Two clauses joined by a coordinating conjunction are two statements ("my father is in the army and
 # my mom passed away"); the split needs a subject and a finite verb on both sides.
 _COORDINATION = re.compile(r",?\s+(?:and|but|so)\s+(?=\S)", re.IGNORECASE)
@@ -431,11 +436,10 @@ def sentences_of(content: str) -> list[str]:
 
 def declarative_head(sentence: str) -> str:
     """A statement the speaker makes before asking something in the same sentence, without the question:
-    "I'm on Flask 2.3 with 3 workers, how do I scale it?" -> "I'm on Flask 2.3 with 3 workers". A sentence
-    that only asks, or whose head is no first-person clause, is returned as it is."""
-    if not sentence.rstrip().endswith("?"):
-        return sentence
-    m = _TRAILING_QUESTION.search(sentence)
+    "I'm on Flask 2.3 with 3 workers, how do I scale it?" -> "I'm on Flask 2.3 with 3 workers" (also a
+    request without its question mark: "..., can you help me with that"). A sentence that only asks, or
+    whose head is no first-person clause, is returned as it is."""
+    m = _TRAILING_QUESTION.search(sentence) if sentence.rstrip().endswith("?") else _TRAILING_REQUEST.search(sentence)
     if m is None:
         return sentence
     head = sentence[: m.start()].rstrip(" ,;:-\u2013\u2014")

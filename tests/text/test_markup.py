@@ -77,3 +77,10 @@ def test_declarative_head_keeps_the_statement_before_a_question() -> None:
     assert [s.text for s in atomic_statements(
         "I've never written any Flask routes in this project, so what should I learn first?", "user", T0)] == [
         "The user has never written any Flask routes in this project"]
+
+
+def test_declarative_head_cuts_a_request_without_its_question_mark() -> None:
+    assert declarative_head("I mentored 5 women in media, can you help me figure that out") == \
+        "I mentored 5 women in media"
+    assert declarative_head("I mentored 5 women in media, and they can you know grow") == \
+        "I mentored 5 women in media, and they can you know grow"
