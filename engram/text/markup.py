@@ -30,6 +30,7 @@ _CODE_START = re.compile(
 _SYMBOLS = re.compile(r"[^\w\s.,!?'\"%$-]")
 CODE_SYMBOL_SHARE = 0.12  # a line this dense in brackets, operators and the like is code, not prose
 MIN_ITEM_WORDS = 4
+PASSAGE_WORDS = 150  # ~200 WordPiece tokens of English prose: inside MiniLM's 256
 
 
 def is_code_line(line: str) -> bool:
@@ -105,3 +106,63 @@ def prose_blocks(text: str) -> list[str]:
     flush()
     # a block ending in a colon leads in to what follows it (a list, code): it states nothing itself
     return [b for b in blocks if b and not b.endswith(":")]
+
+
+def passages(text: str, max_words: int = PASSAGE_WORDS) -> list[tuple[int, int]]:
+    """(start, end) character spans of a long message cut on its structure, for an index that reads a
+    message in parts (MiniLM reads 256 tokens): blank-line blocks, with a heading starting a new passage
+    and a fenced code block kept whole (one passage of its own, however long); consecutive blocks are
+    joined up to `max_words` words. A message within `max_words` is one passage."""
+    if len(text.split()) <= max_words:
+        return [(0, len(text))] if text.strip() else []
+    blocks: list[tuple[int, int, bool]] = []  # start, end, starts a section or is code
+    pos, start, fenced, code_start = 0, None, False, 0
+    for line in text.splitlines(keepends=True):
+        end = pos + len(line)
+        if _FENCE.match(line):
+            if not fenced:
+                if start is not None:
+                    blocks.append((start, pos, False))
+                    start = None
+                fenced, code_start = True, pos
+            else:
+                fenced = False
+                blocks.append((code_start, end, True))
+        elif not fenced:
+            if not line.strip():
+                if start is not None:
+                    blocks.append((start, pos, False))
+                    start = None
+            elif _HEADING.match(line):
+                if start is not None:
+                    blocks.append((start, pos, False))
+                start = pos
+                blocks.append((pos, pos, True))  # a section break
+            elif start is None:
+                start = pos
+        pos = end
+    if fenced:
+        blocks.append((code_start, pos, True))
+    elif start is not None:
+        blocks.append((start, pos, False))
+    out: list[tuple[int, int]] = []
+    cur: tuple[int, int] | None = None
+    for b_start, b_end, breaks in blocks:
+        if b_start == b_end:
+            if cur is not None:
+                out.append(cur)
+                cur = None
+            continue
+        is_code = breaks
+        if cur is not None and (is_code or len(text[cur[0]:b_end].split()) > max_words):
+            out.append(cur)
+            cur = None
+        if is_code:
+            out.append((b_start, b_end))
+        elif cur is None:
+            cur = (b_start, b_end)
+        else:
+            cur = (cur[0], b_end)
+    if cur is not None:
+        out.append(cur)
+    return [(s, e) for s, e in out if text[s:e].strip()]

@@ -84,3 +84,14 @@ def test_declarative_head_cuts_a_request_without_its_question_mark() -> None:
         "I mentored 5 women in media"
     assert declarative_head("I mentored 5 women in media, and they can you know grow") == \
         "I mentored 5 women in media, and they can you know grow"
+
+
+def test_passages_cut_a_long_message_on_its_structure() -> None:
+    from engram.text.markup import passages
+
+    para = " ".join(["word"] * 60)
+    text = f"{para}\n\n{para}\n\n### Setup\n{para}\n\n```python\nx = 1\n```\n{para}"
+    spans = passages(text, max_words=100)
+    parts = [text[s:e].strip() for s, e in spans]
+    assert parts == [para, para, f"### Setup\n{para}", "```python\nx = 1\n```", para]
+    assert passages("short message") == [(0, 13)]
