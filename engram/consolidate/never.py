@@ -6,7 +6,7 @@ review between the two facts, and a `contradicted` event on each naming the othe
 their confidence, so the agent can ask which is right.
 
 The rule is on the statement's shape: one side says its subject never did something (a "never" and no
-other negation), the other states it of the same subject without any negation, and the other shares the
+other negation after it), the other states it of the same subject without any negation, and the other shares the
 never-side's predicate: at least NEVER_MIN_SHARED of the content words after "never" (names count), and at
 least NEVER_MIN_SHARE of them. Pairs are found among a night's new facts and the tenant's active facts by
 vector (cosine above NEVER_MIN_COSINE). The constants were chosen on BEAM 100K chats 6-10 and checked for
@@ -42,9 +42,10 @@ _VAGUE = {"any", "actually", "really", "ever", "once", "before", "since", "proje
 
 
 def says_never(text: str) -> bool:
-    """Whether the statement says its subject never did something (a 'never' and no other negation)."""
+    """Whether the statement says its subject never did something: a 'never' and no other negation in what
+    follows it (one before it is another clause's: "I don't see why I've never tried it")."""
     m = NEVER.search(text)
-    return m is not None and _negations(text) == 1
+    return m is not None and _negations(text[m.end():]) == 0
 
 
 def _stems(text: str) -> set[str]:

@@ -24,6 +24,7 @@ def test_never_against_a_statement_of_the_same_predicate() -> None:
     assert not never_contradiction("The user has never met Greg", "The user didn't meet Greg at the fair")
     assert not never_contradiction("The user never skips breakfast", "The user never skips lunch")
     assert says_never("I've never met Michael") and not says_never("I never said I don't like it")
+    assert says_never("I don't see why I have never practiced these problems")
 
 
 def test_the_night_links_never_and_keeps_both(settings) -> None:
