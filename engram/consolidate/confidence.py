@@ -3,8 +3,7 @@
 Reads the tenant's active facts and this run's episodes; decides which episodes support a fact
 (c += gain (1 - c)) or speak against it, which new facts contradict an older one (both halved, the
 pair queued for review), which say never of what another states (linked for review, both kept:
-engram.consolidate.never) and which state a newer value of it, or a newer count of what it counts (the
-older one superseded: engram.consolidate.count_updates); writes those
+engram.consolidate.never) and which state a newer value of it (the older one superseded); writes those
 changes with their fact_events, the supports / contradicts sources, the reviews, and the night's
 judged pairs for the merge stage (engram.consolidate.pairs).
 """
@@ -29,7 +28,6 @@ from engram.consolidate.context import (
     queued_pairs,
     vectors_of,
 )
-from engram.consolidate.count_updates import count_supersessions
 from engram.consolidate.never import never_links
 from engram.consolidate.scoring import reinforced_array
 from engram.consolidate.updates import frame_updates
@@ -93,7 +91,6 @@ def confidence(ctx: StageContext, embedder: Embedder) -> StagePlan:
         conf, valid_from = _of_conflicting(facts, new_conf, night.conflicting())
         contra_changes, reviews = _contradictions(ctx, night.conflicting(), conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
-        contra_changes += count_supersessions(ctx, facts, fvecs, created, {c.fact_id for c in contra_changes})
         conflicts = night.conflicting()
         never_changes, never_reviews = never_links(ctx, facts, fvecs, created, {
             frozenset(p) for p in zip(conflicts["fact_a"].to_list(), conflicts["fact_b"].to_list(), strict=True)})
