@@ -130,8 +130,8 @@ class Settings(BaseSettings):
 
     # consolidation
     fact_origins: str = Field(
-        "human", description="Episodes of these origins (comma-separated: human, tool, model) create facts; the "
-        "others stay episodes (searchable, support and contradiction only).")
+        "human", description="Turns and thoughts of these origins (comma-separated: human, tool, model) create facts; "
+        "the others stay episodes (searchable, support and contradiction only). Events (kind event) of any origin do.")
     fact_skip_roles: str = Field(
         "assistant,model,tool,system,ai,agent,bot,function", description="Episodes of these roles (comma-separated) "
         "create no facts offline: an agent's own words stay episodes; with an LLM, an agent turn yields a fact only "

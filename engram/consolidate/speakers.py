@@ -1,9 +1,10 @@
 """Whose words become facts: what the people the memory is about said or did.
 
-A human turn (origin human, a role naming a person or "user") makes facts. An agent's own turns
-(role assistant, model, tool, system; origin model or tool) stay episodes: searchable, and able to
-support or contradict a fact, but offline they create none. Both lists are settings
-(ENGRAM_FACT_ORIGINS, ENGRAM_FACT_SKIP_ROLES).
+A human turn (origin human, a role naming a person or "user") makes facts. An agent's own turns and
+thoughts (role assistant, model, tool, system; origin model or tool) stay episodes: searchable, and able
+to support or contradict a fact, but offline they create none. An event (kind event: something that
+happened, whoever logged it, e.g. a tool's note that a meeting moved) is no one's words: it makes facts
+unless its role is skipped. Both lists are settings (ENGRAM_FACT_ORIGINS, ENGRAM_FACT_SKIP_ROLES).
 """
 
 from __future__ import annotations
@@ -30,18 +31,19 @@ def names(text: str) -> frozenset[str]:
     return frozenset(p.strip().lower() for p in text.split(",") if p.strip())
 
 
-def makes_facts(role: str | None, origin: str | None, settings: Settings) -> bool:
-    """Whether an episode of this role and origin may create facts."""
-    if (origin or "human").strip().lower() not in names(settings.fact_origins):
+def makes_facts(role: str | None, origin: str | None, settings: Settings, kind: str | None = "turn") -> bool:
+    """Whether an episode of this role, origin and kind may create facts."""
+    if kind != "event" and (origin or "human").strip().lower() not in names(settings.fact_origins):
         return False
     return (role or "").strip().lower() not in names(settings.fact_skip_roles)
 
 
 def voiced(eps: pl.DataFrame, settings: Settings) -> np.ndarray:
-    """Per episode row: whether its words may become facts (`eps` has role and origin columns)."""
+    """Per episode row: whether it may become facts (`eps` has role, origin and kind columns)."""
     origins = eps["origin"].to_list() if "origin" in eps.columns else [None] * eps.height
-    return np.array([makes_facts(r, o, settings) for r, o in zip(eps["role"].to_list(), origins, strict=True)],
-                    dtype=bool)
+    kinds = eps["kind"].to_list() if "kind" in eps.columns else ["turn"] * eps.height
+    return np.array([makes_facts(r, o, settings, k)
+                     for r, o, k in zip(eps["role"].to_list(), origins, kinds, strict=True)], dtype=bool)
 
 
 def split_voiced(facts: list[T], voiced_ids: set[str]) -> tuple[list[T], int]:

@@ -66,6 +66,8 @@ def test_makes_facts_by_role_and_origin(settings) -> None:
     assert not makes_facts("assistant", "human", settings)
     assert not makes_facts(" Assistant ", None, settings)
     assert not makes_facts("user", "model", settings)  # an inner-voice thought is the model's
+    assert makes_facts("note", "tool", settings, "event")  # an event a tool logged is no one's words
+    assert not makes_facts("assistant", "tool", settings, "event")
 
 
 def test_llm_facts_need_a_human_episode_and_the_prompt_says_who_wrote_what() -> None:

@@ -20,6 +20,7 @@ select
     e.id,
     e.role,
     e.origin,
+    e.kind,
     e.content,
     e.created_at,
     e.is_private,
