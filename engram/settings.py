@@ -138,6 +138,13 @@ class Settings(BaseSettings):
         2, 0, 20, "A case whose batch job was lost, cancelled, expired or failed is re-submitted this often.")
 
     # consolidation
+    fact_origins: str = Field(
+        "human", description="Turns and thoughts of these origins (comma-separated: human, tool, model) create facts; "
+        "the others stay episodes (searchable, support and contradiction only). Events (kind event) of any origin do.")
+    fact_skip_roles: str = Field(
+        "assistant,model,tool,system,ai,agent,bot,function", description="Episodes of these roles (comma-separated) "
+        "create no facts offline: an agent's own words stay episodes; with an LLM, an agent turn yields a fact only "
+        "where it records what the user stated or accepted, citing the user's turn.")
     min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")
     pca_dims: int = bounded(32, 2, 512, "PCA dimensions before clustering.")
     cluster_min_similarity: float = bounded(0.5, 0.0, 1.0, "Members below this cosine to the centroid are noise.")

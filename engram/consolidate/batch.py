@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from engram.consolidate import speakers
 from engram.consolidate.context import StageContext, vectors_of
 from engram.consolidate.extract import fact_rows, statement_drafts
 from engram.consolidate.fact_keys import known_statements
@@ -94,15 +95,17 @@ def _ids_table(ids: list[str] | set[str]) -> pa.Table:
     return pa.table({"id": pa.array(sorted(set(ids)), pa.string())})
 
 
-def _episode_inputs(con: db.Connection, user_id: str, cases: list[Case]) -> list[ClusterInput]:
+def _episode_inputs(con: db.Connection, settings: Settings, user_id: str, cases: list[Case]) -> list[ClusterInput]:
     """Each extraction case as a cluster of its episodes (those still in the store)."""
     ids = {e for c in cases for e in c.subject_ids}
     if not ids:
         return []
     with db.registered(con, "wanted_episodes", _ids_table(ids)):
-        found = {r[0]: (r[0], r[1], r[2], r[3]) for r in
-                 db.rows(con, "queries/consolidate/batch_episodes", user_id=user_id, model=None, dim=None)}
-    return [ClusterInput(c.review_id, [found[e] for e in c.subject_ids if e in found]) for c in cases]
+        eps = db.query(con, "queries/consolidate/batch_episodes", user_id=user_id, model=None, dim=None)
+    found = {r["id"]: (r["id"], r["role"], r["content"], r["created_at"]) for r in eps.iter_rows(named=True)}
+    agents = {e for e, ok in zip(eps["id"].to_list(), speakers.voiced(eps, settings), strict=True) if not ok}
+    return [ClusterInput(c.review_id, [found[e] for e in c.subject_ids if e in found],
+                         frozenset(e for e in c.subject_ids if e in agents)) for c in cases]
 
 
 def tenant_items(con: db.Connection, settings: Settings, user_id: str, run_id: str, now: datetime
@@ -118,7 +121,7 @@ def tenant_items(con: db.Connection, settings: Settings, user_id: str, run_id: s
         for req in build_requests(kind, [c for c in live if c.kind == kind], facts, settings.llm_max_prompt_tokens):
             items.append(Item(user_id, kind, tuple(c.review_id for c in req.cases),
                               {"cases": req.case_alias, "facts": req.fact_alias}, req.prompt, req.estimated_tokens))
-    inputs = [c for c in _episode_inputs(con, user_id, [c for c in cases if c.kind == "extraction"]) if c.episodes]
+    inputs = [c for c in _episode_inputs(con, settings, user_id, [c for c in cases if c.kind == "extraction"]) if c.episodes]
     for ereq in extraction_requests(inputs, settings.llm_max_prompt_tokens, EXTRACTION_CLUSTER_MAX_CHARS):
         items.append(Item(user_id, "extraction", tuple(ereq.episode_alias),
                           {"clusters": ereq.cluster_alias, "episodes": ereq.episode_alias}, ereq.prompt,
@@ -381,14 +384,16 @@ def _extraction_rows(settings: Settings, user_id: str, run_id: str, now: datetim
         return [], []
     vecs = vectors_of(eps["embedding"], embedder.dim)
     position = {eid: i for i, eid in enumerate(eps["id"].to_list())}
+    may_state = speakers.voiced(eps, settings)
+    voiced_ids = {e for e, ok in zip(eps["id"].to_list(), may_state, strict=True) if ok}
     drafts: list[tuple[str, np.ndarray, str, str | None, str | None, datetime | None]] = []
     for case, result, model in extracted:
-        for f in result.facts_of(case.review_id):
+        for f in speakers.split_voiced(result.facts_of(case.review_id), voiced_ids)[0]:
             rows = sorted(position[e] for e in f.episode_ids if e in position)
             if rows:
                 drafts.append((f.text, np.array(rows), f"llm extraction ({model}, batch)", f.claim_type,
                                f.category, None))
-    rows = [position[e] for c in fallback for e in c.subject_ids if e in position]
+    rows = [position[e] for c in fallback for e in c.subject_ids if e in position and may_state[position[e]]]
     with db.open_store(settings) as con:
         statements = statement_drafts(eps, sorted(set(rows)), lambda keys: known_statements(con, user_id, keys))
     for text, idx, why, moment in statements:

@@ -2,7 +2,8 @@
 
 Reads the tenant's active facts and this run's episodes; decides which episodes support a fact
 (c += gain (1 - c)) or speak against it, which new facts contradict an older one (both halved, the
-pair queued for review) and which state a newer value of it (the older one superseded); writes those
+pair queued for review), which say never of what another states (linked for review, both kept:
+engram.consolidate.never) and which state a newer value of it (the older one superseded); writes those
 changes with their fact_events, the supports / contradicts sources, the reviews, and the night's
 judged pairs for the merge stage (engram.consolidate.pairs).
 """
@@ -27,6 +28,7 @@ from engram.consolidate.context import (
     queued_pairs,
     vectors_of,
 )
+from engram.consolidate.never import never_links
 from engram.consolidate.scoring import reinforced_array
 from engram.consolidate.updates import frame_updates
 from engram.embed.models import Embedder
@@ -89,19 +91,24 @@ def confidence(ctx: StageContext, embedder: Embedder) -> StagePlan:
         conf, valid_from = _of_conflicting(facts, new_conf, night.conflicting())
         contra_changes, reviews = _contradictions(ctx, night.conflicting(), conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
+        conflicts = night.conflicting()
+        never_changes, never_reviews = never_links(ctx, facts, fvecs, created, {
+            frozenset(p) for p in zip(conflicts["fact_a"].to_list(), conflicts["fact_b"].to_list(), strict=True)})
+        reviews += never_reviews
     except BaseException:
         night.judged()
         raise
     counts.update(reinforced=support_changes.height, supports=int((~against).sum()), against=int(against.sum()),
                   similar_pairs=night.pairs.height, contradictions=len(reviews),
                   penalised=sum(c.action == "contradicted" for c in contra_changes),
-                  superseded=sum(c.action == "superseded" for c in contra_changes))
+                  superseded=sum(c.action == "superseded" for c in contra_changes), never_links=len(never_reviews))
 
     def write(con: db.Connection) -> None:
         try:
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, support_changes, ctx.as_of)
             fact_ops.add_sources(con, ctx.user_id, ctx.run_id, sources)
             fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, contra_changes, ctx.as_of)
+            fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, never_changes, ctx.as_of)
             queue_reviews(con, reviews)
         finally:
             judged_pairs = night.judged()  # waited for also when a write fails, as rule_pool.start asks

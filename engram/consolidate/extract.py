@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate import fact_keys
+from engram.consolidate import fact_keys, speakers
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.context import (
     StageContext,
@@ -44,9 +44,10 @@ Draft = tuple[str, np.ndarray, str, str | None, str | None, datetime | None]  # 
 def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan:
     """Atomic facts from the new episodes: each statement worth remembering, speaker and time resolved.
 
-    Offline, every new episode's statements (engram.text.atomic) become facts. With an LLM, HDBSCAN
-    clusters of the episodes batch its work (several atomic facts per cluster, each citing its
-    episodes); a cluster the LLM fails falls back to the offline statements of its new episodes.
+    Offline, every new human episode's statements (engram.text.atomic) become facts; an agent's own
+    turns stay episodes (engram.consolidate.speakers). With an LLM, HDBSCAN clusters of the episodes
+    batch its work (several atomic facts per cluster, each citing its episodes, at least one of them
+    human); a cluster the LLM fails falls back to the offline statements of its new human episodes.
     """
     s = ctx.settings
     window_start = ctx.as_of - timedelta(days=s.recluster_window_days)
@@ -155,6 +156,7 @@ def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, em
     """Candidate facts and their extracted_from sources: the LLM's per cluster when configured, else
     (and for what it fails) the offline statements of the new episodes."""
     s = ctx.settings
+    may_state = speakers.voiced(eps, s)
     new_rows = np.flatnonzero(eps["is_new"].to_numpy()).tolist()
     drafts: list[Draft] = []
     offline_rows = new_rows
@@ -169,16 +171,19 @@ def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, em
             # batch mode: each cluster becomes an extraction case for the run's batch job; its facts
             # are written when the job is collected (engram.consolidate.batch)
             ids = eps["id"].to_list()
+            clusters = [idx for idx in clusters if may_state[idx].any()]  # agent turns alone state nothing
             cases = [new_review(ctx, "extraction", sorted(ids[int(i)] for i in idx), f"cluster of {len(idx)} episode(s)")
                      for idx in clusters]
             counts["extraction_queued"] = len(clusters)
             covered = {int(i) for idx in clusters for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
         elif clusters:
-            llm_drafts, failed, usage = _llm_drafts(ctx, eps, clusters, llm, counts)
+            llm_drafts, failed, usage = _llm_drafts(ctx, eps, clusters, llm, counts, may_state)
             drafts += [(t, idx, why, kind, cat, None) for t, idx, why, kind, cat in llm_drafts]
             covered = {int(i) for idx in clusters for i in idx} - {int(i) for idx in failed for i in idx}
             offline_rows = [i for i in new_rows if i not in covered]
+    offline_rows = [i for i in offline_rows if may_state[i]]
+    counts["agent_episodes"] = int((~may_state[new_rows]).sum()) if new_rows else 0
     with ctx.open() as con:
         statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(
             con, ctx.user_id, keys, store=True))
@@ -218,28 +223,33 @@ def fact_rows(
 
 
 def _llm_drafts(
-    ctx: StageContext, eps: pl.DataFrame, clusters: list[np.ndarray], llm: Any, counts: dict[str, Any]
+    ctx: StageContext, eps: pl.DataFrame, clusters: list[np.ndarray], llm: Any, counts: dict[str, Any],
+    may_state: np.ndarray,
 ) -> tuple[list[tuple[str, np.ndarray, str, str | None, str | None]], list[np.ndarray], Usage]:
-    """Atomic facts from the LLM, each resting on the cited episodes; failed clusters go extractive."""
+    """Atomic facts from the LLM, each resting on the cited episodes (one of them human: an agent's turn
+    alone states nothing about the user); failed clusters go extractive."""
     from engram.consolidate.llm_extract import ClusterInput, extract_facts
 
     s = ctx.settings
+    ids = eps["id"].to_list()
     inputs = [
         ClusterInput(f"c{n}", [(r["id"], r["role"], r["content"], r["created_at"])
-                               for r in eps[idx.tolist()].iter_rows(named=True)])
+                               for r in eps[idx.tolist()].iter_rows(named=True)],
+                     frozenset(ids[int(i)] for i in idx if not may_state[int(i)]))
         for n, idx in enumerate(clusters)
     ]
     result = extract_facts(llm, inputs, s.llm_max_prompt_tokens, s.llm_run_token_budget)
-    position = {eid: i for i, eid in enumerate(eps["id"].to_list())}
+    position = {eid: i for i, eid in enumerate(ids)}
+    kept, agent_only = speakers.split_voiced(result.facts, {e for e, ok in zip(ids, may_state, strict=True) if ok})
     drafts = [
         (f.text, np.array(sorted(position[e] for e in f.episode_ids)), f"llm extraction ({llm.model})",
          f.claim_type, f.category)
-        for f in result.facts
+        for f in kept
     ]
     failed = set(result.failed_clusters)
     answered = {f.cluster_id for f in result.facts}
     # a cluster the LLM answered with no valid fact stays episodes only; one it never answered goes extractive
     fallback = [idx for n, idx in enumerate(clusters) if f"c{n}" in failed and f"c{n}" not in answered]
-    counts.update(llm_facts=len(result.facts), llm_dropped=len(result.dropped), llm_fallback_clusters=len(fallback),
+    counts.update(llm_facts=len(kept), llm_dropped=len(result.dropped) + agent_only, llm_fallback_clusters=len(fallback),
                   llm=result.usage.as_dict())
     return drafts, fallback, result.usage

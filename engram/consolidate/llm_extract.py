@@ -21,7 +21,7 @@ from engram.llm.prompt_quote import data_block
 
 log = logging.getLogger(__name__)
 
-CLAIM_TYPES = ("fact", "preference", "assumption", "goal")
+CLAIM_TYPES = ("fact", "preference", "assumption", "goal", "instruction")
 EPISODE_MAX_CHARS = 4000      # longer episodes are cut in the prompt (the store keeps them whole)
 FACT_MAX_CHARS = 1000
 OUTPUT_TOKENS_PER_CLUSTER = 80
@@ -29,10 +29,12 @@ OUTPUT_TOKENS_PER_CLUSTER = 80
 
 @dataclass(frozen=True)
 class ClusterInput:
-    """One cluster: its id and its episodes as (episode_id, role, content, created_at)."""
+    """One cluster: its id, its episodes as (episode_id, role, content, created_at), and those of them an
+    agent wrote (assistant, model, tool turns: engram.consolidate.speakers), shown to the model as such."""
 
     cluster_id: str
     episodes: list[tuple[str, str | None, str, datetime]]
+    agent_ids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class FactOut(BaseModel):
     """One atomic fact as the model states it."""
 
     text: str = Field(description="One self-contained claim, third person, no pronouns without referent.")
-    claim_type: Literal["fact", "preference", "assumption", "goal"]
+    claim_type: Literal["fact", "preference", "assumption", "goal", "instruction"]
     category: str = Field(description="One lowercase topic word, e.g. work, health, food, travel.")
     episodes: list[str] = Field(description="Ids (e1, e2...) of the episodes of this cluster it rests on.")
 
@@ -87,9 +89,15 @@ TASK = (
     "Each record is one cluster of related episodes (conversation turns, thoughts, events) with ids e1, e2, "
     "... Extract the atomic facts worth remembering long-term: one claim per fact, self-contained (name the "
     "person instead of 'I' or 'he' where the data says who it is), no speculation beyond the text. "
-    "claim_type: fact, preference, assumption (the speaker's belief or guess) or goal. Cite in episodes "
+    "claim_type: fact, preference, assumption (the speaker's belief or guess), goal or instruction. Cite in episodes "
     "the ids of the episodes of the same cluster that each fact rests on. Return an empty facts list for "
-    "a cluster with nothing worth remembering."
+    "a cluster with nothing worth remembering. Facts are what the people the memory is about said or did "
+    "(episodes with by: person). An episode with by: agent is the agent's own words: it yields a fact only "
+    "where it records something about the user's world that the user stated or accepted in an episode by a "
+    "person, attributed as such (\"The user accepted the plan to ...\") and citing that person's episode too; "
+    "the agent's advice, explanations, code and formatting are not facts. A fact citing only agent episodes "
+    "is dropped. A standing instruction to whoever answers (\"always include X when I ask about Y\") is "
+    "claim_type instruction; a lasting preference (\"I prefer concise answers\") is preference."
 )
 
 
@@ -122,8 +130,8 @@ def _record(cluster: ClusterInput, alias: str, first: int,
     aliases = {}
     for n, (eid, role, content, created_at) in enumerate(trimmed(cluster.episodes, max_chars), first):
         aliases[f"e{n}"] = eid
-        eps.append({"id": f"e{n}", "role": role or "", "at": created_at.isoformat(timespec="seconds"),
-                    "text": content[:EPISODE_MAX_CHARS]})
+        eps.append({"id": f"e{n}", "role": role or "", "by": "agent" if eid in cluster.agent_ids else "person",
+                    "at": created_at.isoformat(timespec="seconds"), "text": content[:EPISODE_MAX_CHARS]})
     return {"cluster": alias, "episodes": eps}, aliases
 
 

@@ -43,6 +43,7 @@ from engram.store.runs import (
     recorded_stages,
     tenant_lease,
 )
+from engram.text.sentences import LASTING_CLAIMS
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ def tenants_with_work(store: Settings, as_of: datetime, run_id: str | None = Non
         fold_inbox(con, store)
         found = {r[0] for r in db.rows(
             con, "queries/consolidate/tenants_with_work", as_of=as_of, with_llm=store.llm != "none", rate=store.decay_rate,
+            lasting=list(LASTING_CLAIMS),
             threshold=store.deprecate_below, retire_before=as_of - timedelta(days=store.retention_days))}
         if run_id is not None:
             found |= {r[0] for r in db.rows(con, "queries/consolidate/tenants_of_run", run_id=run_id, stages=list(stages))}

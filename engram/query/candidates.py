@@ -13,6 +13,7 @@ from engram.decay import decayed
 from engram.errors import StoreError
 from engram.index.vector_index import CACHE
 from engram.store import db
+from engram.text.sentences import LASTING_CLAIMS
 
 # The column order of each candidate query (rows come back as tuples: cheaper than a DataFrame).
 COLUMNS = {
@@ -103,10 +104,11 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
 
 def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[str, Any]]:
     """The eligible rows keyed by id, each with its text from the index (text is immutable; content_hash
-    is derived on demand) and, for facts, its confidence decayed to the time asked about."""
+    is derived on demand) and, for facts, its confidence decayed to the time asked about (an instruction's or
+    preference's does not decay)."""
     out = {}
     for row in rows:
-        if index.table == "facts":
+        if index.table == "facts" and row["claim_type"] not in LASTING_CLAIMS:  # an instruction holds until revoked
             row["confidence"] = decayed(row["confidence"], row.pop("confidence_at"), f.at, f.decay_rate)
         if eligible(index.table, row, f):
             row["text"] = index.candidate_text(row["pos"], row.get("role"))

@@ -21,6 +21,7 @@ from engram.store.tenant import normalise_user_id
 
 PREFETCH_TURNS = 3      # the last N turns form the prefetch query
 PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)
+INSTRUCTION_SLOTS = 2   # standing instructions the request matches, offered before the other memories
 SECTIONS = ("messages", "tool_results", "streamed", "system", "memories")
 
 
@@ -64,7 +65,8 @@ def prefetch_context(
     k: int = PREFETCH_K,
     embedder: Any = None,
 ) -> Prefetched:
-    """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn.
+    """Search with the last n_turns as the query (passive thresholds) and cache the top k for the next turn;
+    a standing instruction the request matches (among the best facts for it) is offered first.
 
     Without `settings` they come from the environment (ENGRAM_*, .env), as `engram context` reads them.
     """
@@ -77,11 +79,20 @@ def prefetch_context(
     turns = [t for t in recent_turns if t.strip()][-n_turns:]
     if not turns:
         raise InvalidInput("recent_turns: needs at least one non-empty turn")
-    hits = search_memory("\n".join(turns), "both", k, user_id, settings=settings, con=con, mode="passive",
-                         embedder=embedder)
-    result = Prefetched(user_id, hits)
+    query = "\n".join(turns)
+    hits = search_memory(query, "both", k, user_id, settings=settings, con=con, mode="passive", embedder=embedder)
+    result = Prefetched(user_id, with_standing(hits, search_memory(
+        query, "facts", k, user_id, settings=settings, con=con, mode="passive", embedder=embedder), k))
     PREFETCH.put((str(settings.db_path), user_id), result)
     return result
+
+
+def with_standing(hits: list[Hit], facts: list[Hit], k: int) -> list[Hit]:
+    """The top k memories with the instructions among `facts` (up to INSTRUCTION_SLOTS) placed first: a
+    standing instruction ("always include X when I ask about Y") applies to the request it matches."""
+    standing = [h for h in facts if h.claim_type == "instruction"][:INSTRUCTION_SLOTS]
+    ids = {h.id for h in standing}
+    return (standing + [h for h in hits if h.id not in ids])[:k]
 
 
 def prefetched(user_id: str, settings: Settings | None = None) -> Prefetched | None:

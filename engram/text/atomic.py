@@ -21,9 +21,11 @@ from functools import cache
 from typing import Any
 
 from engram.text.dates import with_absolute_dates
+from engram.text.markup import prose_blocks
 from engram.text.sentences import (
     FIRST_PERSON,
     PRONOUN_START,
+    QUESTION_START,
     self_containedness,
     split_sentences,
 )
@@ -77,6 +79,16 @@ _CONTRACTIONS = {"i'm": "is", "i've": "has", "i'll": "will", "i'd": "would"}
 _NEGATED = {"don't": "doesn't", "do": "does", "haven't": "hasn't", "am": "is"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^A-Za-z]+")
 _ANSWERED_QUESTION = re.compile(r"\?\s+\S")
+# A question asked after a statement in one sentence: ", can you ...?", " - what ...?", ", so how ...?"
+_TRAILING_QUESTION = re.compile(
+    r"(?:,|;|\s[-\u2013\u2014]|:)\s+(?:(?:and|but|so|or|then|now|also)\s+)?"
+    r"(?:can|could|would|will|should|do|does|did|is|are|was|what|what's|how|why|where|when|which|who|any|shall"
+    r"|have|has)\b[^,;]*\?\s*$", re.IGNORECASE)
+# ... or a request to the listener after a statement, its question mark left out (", can you help me with that")
+_TRAILING_REQUEST = re.compile(
+    r"(?:,|;|\s[-\u2013\u2014]|:)\s+(?:(?:and|but|so|or|then|now)\s+)?"
+    r"(?:(?:can|could|would|will)\s+you|what\s+do\s+you\s+think|do\s+you\s+have|any\s+(?:tips|advice|ideas|suggestions))"
+    r"\b[^,;]*[.!]?\s*$", re.IGNORECASE)
 # Two clauses joined by a coordinating conjunction are two statements ("my father is in the army and
 # my mom passed away"); the split needs a subject and a finite verb on both sides.
 _COORDINATION = re.compile(r",?\s+(?:and|but|so)\s+(?=\S)", re.IGNORECASE)
@@ -401,8 +413,8 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     Wolves!". None when the turn before asked nothing, the one who answered has no name, or question
     and answer together still say too little to stand alone."""
     answerer = speaker_name(answerer_role)
-    asked = [q for q in split_sentences(question_turn) if q.rstrip().endswith("?")]
-    said = [a for a in (_without_filler(x) for x in split_sentences(answer_turn) if not x.rstrip().endswith("?"))
+    asked = [q for q in sentences_of(question_turn) if q.rstrip().endswith("?")]
+    said = [a for a in (_without_filler(x) for x in sentences_of(answer_turn) if not x.rstrip().endswith("?"))
             if words(a)]
     if answerer is None or not asked or not said:
         return None
@@ -416,6 +428,27 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     return Statement(text, f"{asked[-1]} {answer}", about)
 
 
+def sentences_of(content: str) -> list[str]:
+    """The sentences of a message's prose (engram.text.markup: markup and code are never statements),
+    each block cut on its own so a list item never runs into the next."""
+    return [s for block in prose_blocks(content) for s in split_sentences(block)]
+
+
+def declarative_head(sentence: str) -> str:
+    """A statement the speaker makes before asking something in the same sentence, without the question:
+    "I'm on Flask 2.3 with 3 workers, how do I scale it?" -> "I'm on Flask 2.3 with 3 workers" (also a
+    request without its question mark: "..., can you help me with that"). A sentence that only asks, or
+    whose head is no first-person clause, is returned as it is."""
+    m = _TRAILING_QUESTION.search(sentence) if sentence.rstrip().endswith("?") else _TRAILING_REQUEST.search(sentence)
+    if m is None:
+        return sentence
+    head = sentence[: m.start()].rstrip(" ,;:-\u2013\u2014")
+    first = words(head)[:1]
+    if not first or first[0].split("'")[0] not in FIRST_PERSON or QUESTION_START.match(head):
+        return sentence
+    return head
+
+
 def atomic_statements(content: str, role: str | None, said_at: datetime,
                       listener_role: str | None = None) -> list[Statement]:
     """The statements of one episode, in order, each standing alone; "you" names the listener when
@@ -424,7 +457,7 @@ def atomic_statements(content: str, role: str | None, said_at: datetime,
     listener = speaker_name(listener_role) if listener_role != role else None
     out: list[Statement] = []
     seen: set[str] = set()
-    for sentence in (c for s in split_sentences(content) for c in clauses(s)):
+    for sentence in (c for s in sentences_of(content) for c in clauses(declarative_head(s))):
         sentence = _without_filler(sentence)
         if name:
             sentence = restore_subject(sentence)

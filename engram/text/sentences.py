@@ -41,6 +41,14 @@ for _a, _b in ANTONYMS:
     _ANTONYM_OF.setdefault(_a, set()).add(_b)
     _ANTONYM_OF.setdefault(_b, set()).add(_a)
 
+# A standing instruction to whoever answers: an imperative that holds from now on ("Always include the
+# encryption details when I ask about privacy", "Never use passive voice") or one tied to a kind of request
+# ("use APA style when I ask about references"). It stays current until revoked or replaced.
+INSTRUCTION = re.compile(
+    r"^\W*(?:please\s+)?(?:always|never|from now on|going forward|whenever|every time|each time|do not ever|don'?t ever)\b"
+    r"|\b(?:when|whenever|if|every time)\s+(?:i|the user|they|we)\s+asks?\b"
+    r"|\b(?:i|the user)\s+(?:wants?|needs?|would like)\s+you\s+to\s+always\b")
+LASTING_CLAIMS = ("instruction", "preference")  # no decay, no deprecation: current until revoked or replaced
 PREFERENCE = re.compile(r"\b(love|loves|like|likes|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b")
 GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope to|hopes to|going to|aim to|dream of)\b")
 ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
@@ -50,8 +58,10 @@ FIRST_PERSON = {"i", "my", "me", "we", "our", "us"}  # also as the head of "i'm"
 
 
 def claim_type(text: str) -> str:
-    """fact | preference | assumption | goal, by simple cues."""
+    """instruction | fact | preference | assumption | goal, by simple cues."""
     lower = text.lower()
+    if INSTRUCTION.search(lower):
+        return "instruction"
     if GOAL.search(lower):
         return "goal"
     if PREFERENCE.search(lower):

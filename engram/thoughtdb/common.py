@@ -8,7 +8,7 @@ from engram.errors import InvalidInput
 from engram.store import db
 from engram.text.normalize import stable_id
 
-CLAIM_TYPES = ("fact", "preference", "assumption", "goal")
+CLAIM_TYPES = ("fact", "preference", "assumption", "goal", "instruction")
 NODE_TYPES = ("Decision", "Action", "Summary")
 EDGE_TYPES = ("depends_on", "supports", "contradicts", "derived_from", "mentions", "supersedes", "same_as")
 VISIBILITIES = ("private", "project", "global")

@@ -31,7 +31,7 @@ create table if not exists facts (
     id                 varchar not null,
     user_id            varchar not null,
     text               varchar not null,
-    claim_type         varchar not null default 'fact',     -- fact | preference | assumption | goal
+    claim_type         varchar not null default 'fact',     -- fact | preference | assumption | goal | instruction
     category           varchar not null default 'general',
     confidence         double not null,
     confidence_at      timestamp not null default current_timestamp, -- decay clock: see effective_confidence

@@ -39,3 +39,15 @@ def test_prefetch_rejects_empty_turns(settings, con):
         prefetch_context(["  "], "u1", settings=settings, con=con)
     with pytest.raises(InvalidInput, match="recent_turns"):
         prefetch_context("just a string", "u1", settings=settings, con=con)
+
+
+def test_prefetch_offers_a_matching_instruction_first(settings, con):
+    seed_facts(settings, con, [
+        {"id": "rule", "text": "Always use APA citation style when the user asks about references",
+         "claim_type": "instruction", "confidence": 0.6},
+        {"id": "paper", "text": "The user's paper cites twelve references about coastal erosion", "confidence": 0.9},
+    ])
+    seed_episodes(settings, con, [{"id": "ep", "content": "I need to list the references of my paper"}])
+    result = prefetch_context(["How should I list the references in my paper?"], "u1", settings=settings, con=con, k=3)
+    assert [h.id for h in result.hits][0] == "rule"
+    assert {"rule", "paper"} <= {h.id for h in result.hits}

@@ -19,6 +19,8 @@ with turns as (
 select
     e.id,
     e.role,
+    e.origin,
+    e.kind,
     e.content,
     e.created_at,
     e.is_private,

@@ -2,7 +2,8 @@
 -- and recent ones never linked to a fact (re-clustered so noise can join later clusters).
 -- Only vectors of the active embedder ($model, $dim); episodes an extraction case (batch mode) holds or
 -- answered are left out, so each is sent to the LLM once. previous_id is the turn before it in its
--- session (of any age), which an answer may lean on. Params: $user_id, $as_of, $window_start, $model, $dim.
+-- session (of any age), which an answer may lean on; kind, role and origin say whether it may become
+-- facts (engram.consolidate.speakers). Params: $user_id, $as_of, $window_start, $model, $dim.
 with new_sessions as (
     select distinct session_id
     from episodes
@@ -24,6 +25,8 @@ turns as (
 select
     e.id,
     e.role,
+    e.origin,
+    e.kind,
     e.content,
     e.created_at,
     e.is_private,

@@ -1,7 +1,8 @@
 -- Returns tenants with consolidation work at $as_of: unconsumed or unembedded episodes, pending
 -- reviews when an LLM can decide them ($with_llm), active facts whose decayed confidence fell below
--- $threshold, or retired rows older than $retire_before (due for the archive).
--- Params: $as_of, $rate, $threshold, $retire_before, $with_llm.
+-- $threshold (not of a lasting claim type, $lasting), or retired rows older than $retire_before (due
+-- for the archive).
+-- Params: $as_of, $rate, $threshold, $retire_before, $with_llm, $lasting.
 select distinct user_id
 from (
     select e.user_id
@@ -17,6 +18,7 @@ from (
     select f.user_id
     from facts as f
     where f.status = 'active'
+        and not list_contains($lasting, f.claim_type)
         and effective_confidence(f.confidence, f.confidence_at, $as_of, $rate) < $threshold
     union all
     select f.user_id

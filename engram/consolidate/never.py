@@ -1,0 +1,104 @@
+"""'Never' contradictions: "X has never V O" against "X V'd O" said at another time.
+
+"I've never met Michael" after "I've been working with Michael since 2023" is a contradiction no rule can
+settle: one of the two is wrong, and only the person knows which. The night links them (a contradiction
+review between the two facts, and a `contradicted` event on each naming the other); both are kept at
+their confidence, so the agent can ask which is right.
+
+The rule is on the statement's shape: one side says its subject never did something (a "never" and no
+other negation after it), the other states it of the same subject without any negation, and the other shares the
+never-side's predicate: at least NEVER_MIN_SHARED of the content words after "never" (names count), and at
+least NEVER_MIN_SHARE of them. Pairs are found among a night's new facts and the tenant's active facts by
+vector (cosine above NEVER_MIN_COSINE). The constants were chosen on BEAM 100K chats 6-10 and checked for
+false links on LoCoMo dev (bench/quality/BEAM.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from engram.consolidate import pair_rules
+from engram.consolidate.context import (
+    StageContext,
+    fact_texts,
+    new_review,
+    queued_pairs,
+)
+from engram.store import fact_ops
+from engram.text.sentences import _negations, names
+from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple
+
+NEVER = re.compile(r"\bnever\b|\bnot ever\b|\bn[o']t\s+(?:once|ever)\b", re.IGNORECASE)
+NEVER_MIN_COSINE = 0.45
+NEVER_MIN_SHARED = 2
+NEVER_MIN_SHARE = 0.4
+# words that say how or how much, not what: sharing them is no evidence the two speak of one thing
+_VAGUE = {"any", "actually", "really", "ever", "once", "before", "since", "project", "projects", "thing", "things",
+          "one", "time", "times", "like", "about", "related", "also", "still", "even", "yet", "kind", "kinda"}
+
+
+def says_never(text: str) -> bool:
+    """Whether the statement says its subject never did something: a 'never' and no other negation in what
+    follows it (one before it is another clause's: "I don't see why I've never tried it")."""
+    m = NEVER.search(text)
+    return m is not None and _negations(text[m.end():]) == 0
+
+
+def _stems(text: str) -> set[str]:
+    return {suffix_stem(w) for w in word_tuple(text) if pair_rules.content_word(w) and w not in _VAGUE}
+
+
+def never_contradiction(a: str, b: str) -> bool:
+    """Whether one of a, b says its subject never did what the other states of the same subject."""
+    if says_never(b) and not says_never(a):
+        a, b = b, a
+    if not says_never(a) or _negations(b) != 0:
+        return False
+    if pair_rules.different_subjects(a, b):
+        return False
+    m = NEVER.search(a)
+    assert m is not None
+    predicate = _stems(a[m.end():]) | {suffix_stem(n) for n in names(a[m.end():])}
+    predicate -= {w for w in predicate if w in STATEMENT_STOPWORDS}
+    if not predicate:
+        return False
+    other = _stems(b) | {suffix_stem(n) for n in names(b)}
+    shared = predicate & other
+    return len(shared) >= NEVER_MIN_SHARED and len(shared) / len(predicate) >= NEVER_MIN_SHARE
+
+
+def never_links(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set[str], taken: set[frozenset[str]]
+                ) -> tuple[list[fact_ops.FactChange], list[dict[str, Any]]]:
+    """The night's never-contradictions: a `contradicted` event on each side (confidence kept) and a
+    contradiction review per pair, for pairs of a new fact and an active fact neither queued before nor
+    among the night's other conflicts (`taken`)."""
+    if not created or facts.height < 2:
+        return [], []
+    with ctx.open() as con:
+        seen = queued_pairs(con, ctx.user_id, "contradiction") | taken
+    rows = np.flatnonzero(facts["id"].is_in(list(created)).to_numpy())
+    qi, cj, _ = space.pairs(space.vectors(rows), NEVER_MIN_COSINE)
+    a_ids = facts["id"].gather(rows[qi]).to_list()
+    b_ids = facts["id"].gather(cj).to_list()
+    with ctx.open() as con:
+        texts = fact_texts(con, ctx.user_id, a_ids + b_ids)
+    linked: dict[str, str] = {}  # one event per fact: the first statement it is linked with
+    reviews: list[dict[str, Any]] = []
+    for a, b in zip(a_ids, b_ids, strict=True):
+        pair = frozenset((a, b))
+        if a == b or pair in seen:
+            continue
+        ta, tb = texts[a], texts[b]
+        if (NEVER.search(ta) is None and NEVER.search(tb) is None) or not never_contradiction(ta, tb):
+            continue
+        seen.add(pair)
+        reviews.append(new_review(ctx, "contradiction", sorted(pair), "never: one says it never happened, the other that it did"))
+        linked.setdefault(a, b)
+        linked.setdefault(b, a)
+    changes = [fact_ops.FactChange(x, "contradicted", "never: a statement of the opposite is linked for review",
+                                   related_fact_id=y) for x, y in sorted(linked.items())]
+    return changes, reviews
