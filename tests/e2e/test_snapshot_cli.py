@@ -133,11 +133,12 @@ def test_usage_block_runs_as_written(store: dict) -> None:
     assert "ingested 5 episode(s), 0 duplicate(s) skipped" in out
     assert "# Nightly consolidation" in out and "## tenant `alice`" in out
     assert "Lisbon" in store["second"].stdout  # the search line finds where alice lives
-    assert "history (oldest first):" in out and "contradicted" in out  # explain of the deprecated fact
+    assert "history (oldest first):" in out and "contradicted" in out  # explain of a contested fact
     assert "hunter2" not in out  # the private episode shows nowhere
-    # what the block stored: alice's facts, two of them deprecated by the contradiction
+    # what the block stored: alice's facts; the contradicting preferences stay (halved, a review queued):
+    # a preference is current until revoked, so a contested one is not deprecated away
     statuses = dict(_store_rows(store, "select status, count(*) from facts where user_id = ? group by all", "alice"))
-    assert statuses == {"active": 3, "deprecated": 2}
+    assert statuses == {"active": 5}
 
 
 def test_python_example_runs_as_written(tmp_path: Path) -> None:
@@ -159,8 +160,8 @@ def test_nightly_run_completes_while_a_reader_holds_the_snapshot(store: dict) ->
     assert "read snapshot: " + current in store["second"].stdout
     assert store["held"].is_dir()  # the previous one is kept (ENGRAM_SNAPSHOT_KEEP=2)
     assert store["held_after_run"] == "0"  # the held snapshot (from before the run) kept answering
-    # 2: the third active fact comes from the private episode and stays out of the snapshot
-    assert _sql_json(store, "select count(*) as n from current_facts where user_id = 'alice'") == [{"n": 2}]
+    # 4: the fifth active fact comes from the private episode and stays out of the snapshot
+    assert _sql_json(store, "select count(*) as n from current_facts where user_id = 'alice'") == [{"n": 4}]
 
 
 def test_engram_sql_answers_while_another_process_writes_the_store(store: dict) -> None:
@@ -199,7 +200,7 @@ def test_sql_formats_table_csv_json_parquet(store: dict, tmp_path: Path) -> None
     out = tmp_path / "facts.parquet"
     written = _run(store, "sql", "select fact_id, text from current_facts", "--format", "parquet", "--out", str(out))
     assert written.exit_code == 0, written.output
-    assert duckdb.sql(f"select count(*) from read_parquet('{out}')").fetchall() == [(2,)]
+    assert duckdb.sql(f"select count(*) from read_parquet('{out}')").fetchall() == [(4,)]
     no_out = _run(store, "sql", "select 1", "--format", "parquet")
     assert no_out.exit_code == 2 and "--out" in no_out.output
     bad = _run(store, "sql", "select nope from facts")
@@ -366,7 +367,7 @@ def test_explain_is_a_table_in_time_order_then_sources(store: dict) -> None:
     start = out.index("history (oldest first):")
     assert out[start + 1].split() == ["when", "event", "confidence", "status", "reason", "run"]
     events = [ln.split()[2] for ln in out[start + 3:out.index("sources:") - 1]]
-    assert events == ["created", "contradicted", "deprecated"]
+    assert events == ["created", "contradicted"]  # a contested preference is halved, not deprecated
     assert "0.500 -> 0.250" in out[start + 4] and "contradiction penalty" in out[start + 4]
     sources = out[out.index("sources:") + 1:]
     assert sources[0].split() == ["relation", "said", "at", "episode", "similarity", "text"]
