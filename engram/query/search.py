@@ -161,7 +161,7 @@ def search_memory(
         exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),
         kinds=tuple(require_tags(kinds, "kinds")) if kinds is not None else None,
         min_confidence=settings.deprecate_below if mode == "active" else settings.passive_min_confidence,
-        decay_rate=settings.decay_rate,
+        decay_rate=settings.decay_rate, passive=mode == "passive",
     )
     windows_soon = None
     if method != "lexical" and not parser_loaded() and is_time_expression(query):
