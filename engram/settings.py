@@ -160,7 +160,7 @@ class Settings(BaseSettings):
         0, 0, 256, "Processes for the pair rules of a night with 20,000+ pairs (0 = one per CPU; 1 = none).")
     auto_merge_min_confidence: float = bounded(0.6, 0.0, 1.0, "Auto-merge needs one fact above.")
     deprecate_below: float = bounded(0.3, 0.0, 1.0, "Facts below become deprecated.")
-    passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs more than.")
+    passive_min_confidence: float = bounded(0.5, 0.0, 1.0, "Passive retrieval needs at least (engram.query.candidates).")
 
     # scheduling (deployments/serve.py)
     nightly_cron: str = Field("0 3 * * *", description="Cron of the nightly deployment.")

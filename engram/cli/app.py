@@ -104,7 +104,7 @@ def init(db: Annotated[Path | None, typer.Option(help="Store file.")] = None) ->
 
 
 @app.command()
-def config(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def config(as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False) -> None:
     """Print the effective settings (secrets masked)."""
     values = settings_or_exit().masked()
     if as_json:
@@ -121,7 +121,7 @@ def ingest(
     user: Annotated[str | None, typer.Option(help="Tenant for rows without user_id.",
                                              callback=normalise_user_option)] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Ingest the good rows, report the bad.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Append episodes from a file (idempotent: re-ingesting adds nothing)."""
     from engram.cli.progress import counted, progress
@@ -221,7 +221,7 @@ def _embed_watch(user: str | None, poll_s: float | None) -> None:
 @app.command()
 def stats(
     user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Row counts per table, tenant and status."""
     from engram.store import db as store

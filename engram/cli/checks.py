@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def check(
         show: Annotated[int, typer.Option(help="Print up to this many violating rows per check.")] = 5,
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         """Run the invariant checks (sql/checks); exit 1 if any finds violations."""
         from engram.cli.app import emit, fail, settings_or_exit

@@ -40,7 +40,7 @@ def snapshot_line(snapshot: dict[str, Any] | None) -> str:
     if not snapshot:
         return "read snapshot: not published"
     if "path" in snapshot:
-        return f"read snapshot: {snapshot['snapshot_id']} (query it with engram sql \"select ...\")"
+        return f"read snapshot: {snapshot['snapshot_id']} (query it: engram sql \"select * from current_facts limit 10\")"
     return f"read snapshot: not published ({snapshot.get('skipped') or snapshot.get('failed')})"
 
 
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Compute and report, write nothing.")] = False,
         as_of: Annotated[datetime | None, typer.Option(help="Logical time of the run (UTC).")] = None,
         stage: Annotated[list[str] | None, typer.Option(help="Run only these stages (repeatable).")] = None,
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         """Run the nightly consolidation flow now (Prefect, in-process)."""
         from engram import clock
@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
     def explain(
         fact_id: Annotated[str, typer.Argument(help="The fact to explain.")],
         user: Annotated[str, typer.Option(help="Tenant of the fact.", callback=normalise_user_option)],
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         """Print a fact's full history (every fact_event) and its sources."""
         from engram.query.explain import explain_fact, format_explanation
@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def demo(
-        as_json: Annotated[bool, typer.Option("--json")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         """Ingest the sample data, run the whole nightly pipeline once, print a report and searches."""
         from engram.demo import run_demo

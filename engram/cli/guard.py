@@ -6,9 +6,11 @@ import errno
 import os
 import sys
 import traceback
+from functools import partial
 from typing import Any
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from engram.text.terminal import echo
@@ -64,15 +66,22 @@ def classify(exc: BaseException) -> tuple[str, int, str]:
 class GuardedGroup(TyperGroup):
     """The `engram` group: unexpected exceptions end the command with one line (traceback with --debug)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        hide_flag_metavars(self)
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # every command's parameters exist by now (typer adds the completion options after __init__)
+        plain_help(self, ctx)
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as exc:
+            one_line_usage_error(exc)
+            raise  # unreachable
 
     def invoke(self, ctx: Any) -> Any:
         # the group callback runs after typer has taken the subcommand's arguments out of ctx
         ctx.meta["engram.args"] = [*getattr(ctx, "_protected_args", []), *ctx.args]
         try:
             return super().invoke(ctx)
+        except UsageError as exc:
+            one_line_usage_error(exc)
         except Exception as exc:  # the one place that turns a bug or an OS failure into a message
             if _is_control_flow(exc):
                 raise
@@ -98,13 +107,34 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-def hide_flag_metavars(command: Any) -> None:
-    """Show on/off options as flags in --help: typer 0.29 prints `--dry-run <bool>`, which reads as if it took a value."""
-    for param in getattr(command, "params", []):
+def one_line_usage_error(exc: UsageError) -> None:
+    """A usage error as one line, `error [usage]: cause (see COMMAND --help)`, and exit 2 (typer boxes it in
+    a panel under the usage line). A bare group's help (no arguments) is no error: it is raised on."""
+    if isinstance(exc, NoArgsIsHelpError):
+        raise exc
+    where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+    echo(f"error [usage]: {exc.format_message().rstrip('.')}{where}", err=True)
+    raise typer.Exit(2) from None
+
+
+def plain_help(command: Any, ctx: Any) -> None:
+    """Help and usage lines as click writes them, where typer 0.29 differs: on/off options (--help too) bare,
+    not `--dry-run <bool>`, which reads as if it took a value; arguments in the usage line as QUERY and
+    [QUERY], not {query}."""
+    help_option = command.get_help_option(ctx) if hasattr(command, "get_help_option") else None
+    for param in [*getattr(command, "params", []), *([help_option] if help_option is not None else [])]:
         if getattr(param, "is_flag", False) and not getattr(param, "metavar", None):
             param.metavar = ""
+        elif getattr(param, "param_type_name", "") == "argument" and "_usage_display_name" not in vars(param):
+            param.metavar = (param.metavar or param.name).upper()
+            param._usage_display_name = partial(_usage_name, param)
     for sub in getattr(command, "commands", {}).values():
-        hide_flag_metavars(sub)
+        plain_help(sub, ctx)
+
+
+def _usage_name(param: Any) -> str:
+    name = param.metavar if param.required else f"[{param.metavar}]"
+    return name + ("..." if param.nargs != 1 else "")
 
 
 def _is_control_flow(exc: BaseException) -> bool:

@@ -49,7 +49,7 @@ def search_cmd(
     limit: Annotated[int | None, typer.Option("--limit", "-k", help="Results (default ENGRAM_TOP_K).")] = None,
     as_of: Annotated[datetime | None, typer.Option("--as-of", help="Answer from facts valid then (UTC).")] = None,
     method: Annotated[str, typer.Option("--method", help="hybrid | vector | lexical")] = "hybrid",
-    passive: Annotated[bool, typer.Option("--passive", help="Passive thresholds (confidence > 0.5).")] = False,
+    passive: Annotated[bool, typer.Option("--passive", help="Passive thresholds (confidence at least 0.5).")] = False,
     include_private: Private = False,
     tag: Tags = None,
     exclude_tag: NoTags = None,

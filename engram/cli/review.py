@@ -19,7 +19,7 @@ def list_cmd(
     status: Annotated[str, typer.Option(help="pending | failed | applied | all")] = "pending",
     kind: Annotated[str | None, typer.Option(help="contradiction | merge")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many.")] = 100,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """List reviews (pending by default) with the facts they are about."""
     from engram.cli.app import emit, fail, settings_or_exit
@@ -64,7 +64,7 @@ def decide_cmd(
     conflicting: Annotated[str | None, typer.Option(help="merge -> contradiction: two fact ids, comma-separated.")] = None,
     user: Annotated[str | None, typer.Option(help="Tenant of the review (if the id is ambiguous).",
                                              callback=normalise_user_option)] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Decide one review by hand; validated and applied like an LLM decision (decided_by 'human')."""
     from engram.cli.app import emit, fail, settings_or_exit

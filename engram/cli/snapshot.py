@@ -24,13 +24,21 @@ def _stdout() -> contextlib.AbstractContextManager[io.TextIOBase]:
     return contextlib.nullcontext(sys.stdout)
 
 
-def _exact(value: Any) -> Any:
+def _cell(value: Any) -> Any:
+    """A CSV cell: a list, struct or map as JSON (the csv writer would write Python's repr of it)."""
+    if isinstance(value, (list, dict, tuple)):
+        return json.dumps(value, default=_json_value, ensure_ascii=False)
     return value
+
+
+def _exact(value: Any) -> Any:
+    return _cell(value)
 
 
 def _printable(value: Any) -> Any:
     """A CSV cell for the terminal: control characters in text escaped (\\x1b, \\r, \\u202e); newlines and tabs
     kept (the csv writer quotes them)."""
+    value = _cell(value)
     return safe(value, keep_layout=True) if isinstance(value, str) else value
 
 
@@ -72,7 +80,7 @@ def register(app: typer.Typer) -> None:
     from engram.errors import EngramError, InvalidInput
 
     @app.command()
-    def snapshot(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    def snapshot(as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False) -> None:
         """Publish the read snapshot now (the nightly run does it after every run)."""
         from engram.store import db
         from engram.store.sharding import all_shard_settings

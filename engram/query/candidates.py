@@ -4,7 +4,7 @@ confidence, privacy, tag and time filters (`eligible`: the one definition of wha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +33,14 @@ CANDIDATE_QUERIES = {
 TEXT_FROM_INDEX = ("episodes", "facts")
 
 
+# Confidence is revised by the nightly run (evidence, contradictions, decay), so a fact's first day
+# without new evidence is not yet a judgement against it: passive context forgives that day's decay.
+# A fact stated once starts at initial_confidence (0.5), DESIGN's passive boundary ("0.3-0.5 only in
+# active search"): it is offered from the night that made it until a day without support has passed;
+# a fact halved by a contradiction, decayed past a day, or deprecated stays out.
+PASSIVE_GRACE_DAYS = 1.0
+
+
 @dataclass(frozen=True)
 class Filters:
     """What a row must satisfy to be returned, whatever ranked it."""
@@ -46,6 +54,9 @@ class Filters:
     exclude_tags: tuple[str, ...] = ()
     kinds: tuple[str, ...] | None = None
     min_confidence: float = 0.3
+    # passive (memories offered unasked): a fact's standing, its confidence with the decay of its first
+    # PASSIVE_GRACE_DAYS forgiven, must reach min_confidence (DESIGN's top band)
+    passive: bool = False
 
     @property
     def at(self) -> datetime:
@@ -108,8 +119,17 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[
     preference's does not decay)."""
     out = {}
     for row in rows:
-        if index.table == "facts" and row["claim_type"] not in LASTING_CLAIMS:  # an instruction holds until revoked
-            row["confidence"] = decayed(row["confidence"], row.pop("confidence_at"), f.at, f.decay_rate)
+        if index.table == "facts":
+            stored, since = row["confidence"], row.pop("confidence_at")
+            if row["claim_type"] in LASTING_CLAIMS:  # an instruction or preference holds until revoked
+                row["confidence"] = stored
+                if f.passive:
+                    row["standing"] = stored
+            else:
+                row["confidence"] = decayed(stored, since, f.at, f.decay_rate)
+                if f.passive:
+                    row["standing"] = decayed(stored, since + timedelta(days=PASSIVE_GRACE_DAYS), f.at,
+                                              f.decay_rate)
         if eligible(index.table, row, f):
             row["text"] = index.candidate_text(row["pos"], row.get("role"))
             row["content_hash"] = None
@@ -119,7 +139,8 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[
 
 def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
     """Whether a fact or episode row may be returned: status, validity at the time asked about, privacy,
-    tags, kinds, and (facts) a decayed confidence above f.min_confidence."""
+    tags, kinds, and (facts) a decayed confidence above f.min_confidence (passive: its standing at least
+    f.min_confidence)."""
     if not f.include_private and (row["is_private"] or row["visibility"] == "private"):
         return False
     tags = row["tags"] or ()
@@ -135,7 +156,7 @@ def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
     return (row["status"] in (("active",) if f.as_of is None else ("active", "superseded"))
             and (row["valid_from"] or row["asserted_at"]) <= at
             and (row["valid_to"] is None or row["valid_to"] > at)
-            and row["confidence"] > f.min_confidence)
+            and (row["standing"] >= f.min_confidence if f.passive else row["confidence"] > f.min_confidence))
 
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:

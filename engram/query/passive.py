@@ -10,7 +10,12 @@ from typing import Any
 
 from engram import clock
 from engram.errors import InvalidInput
-from engram.llm.prompt_quote import memory_record, quote_memories
+from engram.llm.prompt_quote import (
+    DATA_RULE,
+    SHORT_DATA_RULE,
+    memory_record,
+    quote_memories,
+)
 from engram.query.common import require_int
 from engram.query.search import Hit, search_memory
 from engram.query.wordpiece import count_tokens, truncate_to_tokens
@@ -23,6 +28,9 @@ PREFETCH_TURNS = 3      # the last N turns form the prefetch query
 PREFETCH_K = 5          # memories cached for the next turn (3-5 diverse facts and episodes)
 INSTRUCTION_SLOTS = 2   # standing instructions the request matches, offered before the other memories
 SECTIONS = ("messages", "tool_results", "streamed", "system", "memories")
+# The memories' quoting rule may take at most this share of the tokens left for them; past it the
+# short form says the same (DATA_RULE is ~93 tokens: nearly half of a 200-token context)
+RULE_SHARE = 0.1
 
 
 @dataclass
@@ -133,6 +141,12 @@ def _as_list(value: str | Sequence[str] | None, name: str) -> list[str]:
     return [v for v in value if v.strip()]
 
 
+def quoting_rule(tokens_left: int) -> str:
+    """The rule said before the memories: the full sentence when it costs at most RULE_SHARE of the
+    tokens left for them, else its short form."""
+    return DATA_RULE if count_tokens(DATA_RULE) <= RULE_SHARE * tokens_left else SHORT_DATA_RULE
+
+
 def build_context(
     recent_messages: Sequence[str] | None = None,
     tool_results: Sequence[str] | None = None,
@@ -147,7 +161,8 @@ def build_context(
     overflows), then tool results (privileged: truncated rather than dropped), then streamed items
     (opportunistic: whole items only, when they fit), then system items, then memories (whole records
     only) fill what is left. Memories are never system text: they go in their own section, quoted as
-    a data block with their provenance (prompt_quote), after the system section. `memories` takes what
+    a data block with their provenance (prompt_quote), after the system section, under a rule in
+    proportion to what is left (quoting_rule). `memories` takes what
     `prefetched(user_id)` returns (None when nothing was prefetched), search hits, or memory records.
     """
     budget = require_int(budget, "budget", 1, 1_000_000)
@@ -193,12 +208,13 @@ def build_context(
     for item in parts["system"]:
         take("system", item, may_truncate=True)
     picked: list[dict[str, Any]] = []
+    rule = quoting_rule(left)
     for mem in memory_items:  # the block's size is counted whole: markers, rule and JSON escaping included
-        if count_tokens(quote_memories([*picked, mem])) <= left:
+        if count_tokens(quote_memories([*picked, mem], rule)) <= left:
             picked.append(mem)
         else:
             dropped["memories"] += 1
-    block = quote_memories(picked) if picked else ""
+    block = quote_memories(picked, rule) if picked else ""
     tokens = {s: sum(count_tokens(t) for t in kept[s]) for s in SECTIONS}
     tokens["memories"] = count_tokens(block)
     shown = {s: "\n".join(kept[s]) for s in SECTIONS} | {"memories": block}

@@ -34,6 +34,7 @@ from engram.query.common import (
     require_tags,
     require_text,
 )
+from engram.query.fact_sources import add_stored_sources
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
@@ -104,7 +105,7 @@ class Hit:
     session_id: str | None = None
     kind: str | None = None
     claim_type: str | None = None
-    # a fact's source episodes among the results' candidates, folded under it: id, time, matching text
+    # a fact's source episodes, folded under it: id, time, text (engram.query.fact_sources)
     sources: list[dict[str, Any]] = field(default_factory=list)
     date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
     valid_to: datetime | None = None
@@ -161,7 +162,7 @@ def search_memory(
         exclude_tags=tuple(require_tags(exclude_tags, "exclude_tags")),
         kinds=tuple(require_tags(kinds, "kinds")) if kinds is not None else None,
         min_confidence=settings.deprecate_below if mode == "active" else settings.passive_min_confidence,
-        decay_rate=settings.decay_rate,
+        decay_rate=settings.decay_rate, passive=mode == "passive",
     )
     windows_soon = None
     if method != "lexical" and not parser_loaded() and is_time_expression(query):
@@ -279,6 +280,8 @@ def _search_units(
             folded[fid].append(ep)
     for h in facts:
         h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text} for e in folded.get(h.id, ())]
+    # the facts that can be returned (at most `limit`, best first) list every source episode, ranked or not
+    add_stored_sources(con, sorted(facts, key=lambda h: (-h.score, h.id))[:limit], f)
     units: list[Hit] = list(facts)
     if "episodes" in tables:
         units += episodes

@@ -1,0 +1,31 @@
+"""A fact hit's source episodes from the store: the ones it was extracted from, candidates of the search or not."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from engram.query.candidates import Filters
+from engram.store import db
+
+SOURCES_PER_FACT = 10  # the newest this many sources of a fact are listed (a merged fact may rest on hundreds)
+
+
+def add_stored_sources(con: db.Connection | None, hits: Sequence[Any], f: Filters) -> None:
+    """Complete each fact hit's `sources` (id, created_at, text) with its stored source episodes that the
+    filters' privacy and time allow, in one query; the ones already folded under it are kept.
+
+    Without a connection (another process holds the store) the folded candidates are all there is.
+    """
+    facts = [h for h in hits if h.table == "facts"]
+    if con is None or not facts:
+        return
+    stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for fact_id, episode_id, created_at, content in db.rows(
+            con, "queries/query/fact_source_episodes", user_id=f.user_id, fact_ids=[h.id for h in facts],
+            include_private=f.include_private, as_of=f.as_of, per_fact=SOURCES_PER_FACT):
+        stored[fact_id].append({"id": episode_id, "created_at": created_at, "text": content})
+    for h in facts:
+        by_id = {s["id"]: s for s in stored.get(h.id, ())} | {s["id"]: s for s in h.sources}
+        h.sources = sorted(by_id.values(), key=lambda s: (s["created_at"] is None, s["created_at"] or 0, s["id"]))
