@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.store import db
+from bench.store_state import store_state
 from engram.store.crash import CRASH_ENV
 from tests.consolidation_scenario import seed
 
@@ -33,19 +33,6 @@ def run_script(env: dict[str, str], crash_at: str | None = None) -> int:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr[-2000:]
     return proc.returncode
-
-
-def store_state(settings) -> dict[str, list]:
-    queries = {
-        "facts": "select * exclude (embedding, changed_at) from facts order by all",  # changed_at: wall clock
-        "fact_sources": "select * exclude (created_at) from fact_sources order by all",
-        "fact_events": "select * exclude (seq) from fact_events order by all",
-        "llm_reviews": "select * from llm_reviews order by all",
-        "episodes": "select * exclude (ingested_at, embedding, changed_at) from episodes order by all",
-        "runs": "select run_id, user_id, stage, status from runs order by all",
-    }
-    with db.open_store(settings) as con:
-        return {name: con.execute(q).fetchall() for name, q in queries.items()}
 
 
 @pytest.fixture(scope="module")
