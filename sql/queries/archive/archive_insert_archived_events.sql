@@ -1,13 +1,14 @@
 -- Writes one 'archived' fact_events row per fact a batch archives (open archive_rows entries in
--- $export_ids), before the fact leaves the live table. The id is derived from (user, run, fact,
--- export), so a retried finalize never duplicates events. Params: $user_id, $run_id, $export_ids,
--- $reason, $now.
+-- $export_ids), before the fact leaves the live table. The id is derived from (user, run, fact): a
+-- retried finalize never duplicates events, and a run killed mid-archive whose rerun writes the fact
+-- under a new export gives the same event as an uninterrupted run. Params: $user_id, $run_id,
+-- $export_ids, $reason, $now.
 insert into fact_events (
     id, user_id, fact_id, run_id, action, confidence_before, confidence_after,
     status_before, status_after, related_fact_id, reason, created_at
 )
 select
-    'ev_' || substr(sha256($user_id || chr(31) || $run_id || chr(31) || f.id || chr(31) || 'archived' || chr(31) || r.export_id), 1, 24),
+    'ev_' || substr(sha256($user_id || chr(31) || $run_id || chr(31) || f.id || chr(31) || 'archived'), 1, 24),
     $user_id,
     f.id,
     $run_id,
