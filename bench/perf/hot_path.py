@@ -114,7 +114,9 @@ def hot_loop(config: str) -> None:
     rng, tenants = random.Random(c["seed"]), c["tenants"]
     out: dict[str, Any] = {"add_ms": [], "search_ms": [], "add_failures": [], "search_failures": [],
                            "found": [], "meaning_s": []}
-    probe = MeaningProbe(settings, c["probe_every_s"]) if c["meaning"] else None
+    # the busy phase probes other paraphrases than the idle one: a repeat of an earlier probe's text would be
+    # folded under that older copy (shown once), and this probe's id would not be among the hits
+    probe = MeaningProbe(settings, c["probe_every_s"], first=3 * int(c["phase"] == "busy")) if c["meaning"] else None
 
     def one(i: int, record: bool) -> None:
         user, word = f"tenant-{i % tenants}", distinct_word(rng)
@@ -157,8 +159,8 @@ class MeaningProbe:
     episode, then search its paraphrase at most every 0.5 s until it is found or MEANING_GIVE_UP_S pass.
     A probe still pending when the phase ends is not counted."""
 
-    def __init__(self, settings: Any, every_s: float) -> None:
-        self.settings, self.every_s = settings, every_s
+    def __init__(self, settings: Any, every_s: float, first: int = 0) -> None:
+        self.settings, self.every_s, self.count = settings, every_s, first
         self.pending: tuple[str, str, str, float] | None = None  # user, id, query, added at
         self.next_at, self.checked_at = time.monotonic(), 0.0
 
@@ -169,7 +171,8 @@ class MeaningProbe:
         now = time.monotonic()
         if self.pending is None:
             if now >= self.next_at:
-                text, query = PARAPHRASES[i % len(PARAPHRASES)]
+                text, query = PARAPHRASES[self.count % len(PARAPHRASES)]
+                self.count += 1
                 try:
                     engram.add_episodes([{"id": eid, "user_id": user, "content": f"{text} ({i})"}], self.settings)
                     self.pending = (user, eid, query, time.monotonic())
