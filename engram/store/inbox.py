@@ -153,11 +153,6 @@ def tenants(settings: Any) -> list[str]:
     return sorted(out)
 
 
-def has_pending(settings: Any) -> bool:
-    """Whether any tenant of this store has a segment the store does not hold yet."""
-    return any(not s.folded for user in tenants(settings) for s in segments(settings, user))
-
-
 class _SegmentCache:
     """Segments are immutable: each is read once per process (by stem, so folding does not re-read it)."""
 
