@@ -28,9 +28,10 @@ from engram.consolidate.context import (
     queued_pairs,
     vectors_of,
 )
-from engram.consolidate.never import never_links
+from engram.consolidate.never import never_episode_links, never_links
+from engram.consolidate.speakers import voiced
 from engram.consolidate.scoring import reinforced_array
-from engram.consolidate.updates import frame_updates
+from engram.consolidate.updates import COUNT_MIN_COSINE, count_updates, frame_updates
 from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.text.sentences import best_sentence, valence_conflict
@@ -91,10 +92,13 @@ def confidence(ctx: StageContext, embedder: Embedder) -> StagePlan:
         conf, valid_from = _of_conflicting(facts, new_conf, night.conflicting())
         contra_changes, reviews = _contradictions(ctx, night.conflicting(), conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
+        contra_changes += _count_supersessions(ctx, facts, fvecs, created, {c.fact_id for c in contra_changes})
         conflicts = night.conflicting()
         never_changes, never_reviews = never_links(ctx, facts, fvecs, created, {
             frozenset(p) for p in zip(conflicts["fact_a"].to_list(), conflicts["fact_b"].to_list(), strict=True)})
         reviews += never_reviews
+        sources = pl.concat([sources, _never_sources(ctx, facts, fvecs, created, eps, embedder.dim)]).unique(
+            ["fact_id", "episode_id", "relation"], keep="first", maintain_order=True)
     except BaseException:
         night.judged()
         raise
@@ -156,6 +160,60 @@ def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]
         fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value in the same frame",
                             status="superseded", valid_to=u.valid_to, related_fact_id=u.new_id)
         for u in frame_updates(ids, texts, valid_from, created)
+        if u.old_id not in decided
+    ]
+
+
+def _never_sources(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set[str], eps: pa.Table, dim: int
+                   ) -> pl.DataFrame:
+    """`contradicts` sources from this run's messages of a person to the new facts that say never of what
+    the message states (engram.consolidate.never.never_episode_links): the fact is kept, its evidence against
+    it is recorded and shown with it."""
+    empty = pl.DataFrame(schema={"fact_id": pl.String, "episode_id": pl.String, "relation": pl.String,
+                                 "similarity": pl.Float64})
+    if not created or not eps.num_rows:
+        return empty
+    rows = np.flatnonzero(facts["id"].is_in(list(created)).to_numpy())
+    ids = facts["id"].gather(rows).to_list()
+    with ctx.open() as con:
+        texts = fact_texts(con, ctx.user_id, ids)
+    people = np.flatnonzero(voiced(pl.from_arrow(eps.select(["role", "origin", "kind"])), ctx.settings))
+    if not len(people):
+        return empty
+    evecs = vectors_of(eps["embedding"], dim)[people]
+    contents = eps["content"].to_pylist()
+    ep_ids = eps["id"].to_pylist()
+    links = never_episode_links(list(zip(ids, [texts[i] for i in ids], space.vectors(rows), strict=True)),
+                                [(ep_ids[j], contents[j], evecs[k]) for k, j in enumerate(people.tolist())])
+    if not links:
+        return empty
+    fact_ids, episode_ids, sims = (list(x) for x in zip(*links, strict=True))
+    return pl.DataFrame({"fact_id": fact_ids, "episode_id": episode_ids, "relation": ["contradicts"] * len(links),
+                         "similarity": sims}, schema=empty.schema)
+
+
+def _count_supersessions(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set[str], decided: set[str]
+                         ) -> list[fact_ops.FactChange]:
+    """A fact stating a newer value of a count an older fact of the same subject states supersedes it
+    (engram.consolidate.updates.count_update), among pairs of a new fact and an active fact found by vector."""
+    if not created or facts.height < 2:
+        return []
+    rows = np.flatnonzero(facts["id"].is_in(list(created)).to_numpy())
+    qi, cj, _ = space.pairs(space.vectors(rows), COUNT_MIN_COSINE)
+    if not len(qi):
+        return []
+    a_rows, b_rows = rows[qi], cj
+    ids = facts["id"]
+    a_ids, b_ids = ids.gather(a_rows).to_list(), ids.gather(b_rows).to_list()
+    valid_from = facts["valid_from"]
+    when = dict(zip(a_ids + b_ids, valid_from.gather(a_rows).to_list() + valid_from.gather(b_rows).to_list(),
+                    strict=True))
+    with ctx.open() as con:
+        texts = fact_texts(con, ctx.user_id, a_ids + b_ids)
+    return [
+        fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value of the same count",
+                            status="superseded", valid_to=u.valid_to, related_fact_id=u.new_id)
+        for u in count_updates(list(zip(a_ids, b_ids, strict=True)), texts, when)
         if u.old_id not in decided
     ]
 

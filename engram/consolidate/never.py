@@ -29,7 +29,8 @@ from engram.consolidate.context import (
     queued_pairs,
 )
 from engram.store import fact_ops
-from engram.text.sentences import _negations, names
+from engram.text.markup import prose_blocks
+from engram.text.sentences import _negations, names, split_sentences
 from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple
 
 NEVER = re.compile(r"\bnever\b|\bnot ever\b|\bn[o']t\s+(?:once|ever)\b", re.IGNORECASE)
@@ -102,3 +103,42 @@ def never_links(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set
     changes = [fact_ops.FactChange(x, "contradicted", "never: a statement of the opposite is linked for review",
                                    related_fact_id=y) for x, y in sorted(linked.items())]
     return changes, reviews
+
+
+# Where a sentence turns to another statement: "I've never tried X, but I recently finished three X" states
+# the two in one message; each clause is compared on its own.
+_CONTRAST = re.compile(r"\s*(?:[;:]|,?\s+but\s+|,?\s+yet\s+|,?\s+although\s+|,?\s+though\s+)\s*", re.IGNORECASE)
+
+
+def stated_clauses(message: str) -> list[str]:
+    """The clauses of a message's prose that state something without any negation (markup and code left
+    out): what a person said happened, for a 'never' to be compared with."""
+    out: list[str] = []
+    for block in prose_blocks(message):
+        for sentence in split_sentences(block):
+            out += [c for c in _CONTRAST.split(sentence) if c and _negations(c) == 0 and NEVER.search(c) is None]
+    return out
+
+
+def denied_by_message(never_text: str, message: str) -> bool:
+    """Whether a clause of `message` states what `never_text` says never happened (never_contradiction)."""
+    return any(never_contradiction(never_text, clause) for clause in stated_clauses(message))
+
+
+def never_episode_links(facts: list[tuple[str, str, np.ndarray]], episodes: list[tuple[str, str, np.ndarray]]
+                        ) -> list[tuple[str, str, float]]:
+    """(fact id, episode id, cosine) for each 'never' fact and a person's message (cosine above
+    NEVER_MIN_COSINE) stating what the fact says never happened: the message speaks against the fact. The
+    fact's own message counts too ("I've never tried X, but I finished three X last week")."""
+    out: list[tuple[str, str, float]] = []
+    never = [(fid, text, vec) for fid, text, vec in facts if says_never(text)]
+    if not never or not episodes:
+        return out
+    evecs = np.stack([vec for _, _, vec in episodes])
+    for fid, text, vec in never:
+        sims = evecs @ vec
+        for j in np.flatnonzero(sims >= NEVER_MIN_COSINE).tolist():
+            eid, message, _ = episodes[j]
+            if denied_by_message(text, message):
+                out.append((fid, eid, float(sims[j])))
+    return out

@@ -14,12 +14,15 @@ Preferences are many-valued ("Ann likes Paris", "Ann likes Rome"): they take no 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
+from engram.consolidate.pair_rules import different_subjects
 from engram.text.atomic import tense
-from engram.text.sentences import claim_type, frame_of
+from engram.text.sentences import MONTHS, claim_type, frame_of
+from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,85 @@ def restatement_runs(said: list[tuple[str, str, datetime]]) -> list[int]:
             runs[i] = run_of[key]
             last_key = key
     return runs
+
+
+# A count: a number (not part of a date, a time, a version or a ratio) and the noun phrase it counts, up to
+# COUNT_UNIT_WORDS words up to the first function word ("45 sources", "12 conditional probability
+# problems", "4,500 words", "78%"). The counted thing is the noun phrase's words, stemmed; a count of the
+# same thing with another value, stated later of the same subject, is its newer value ("45 sources" ->
+# "52 sources"), whatever the words around it, as long as they speak of the same thing (COUNT_MIN_SHARED).
+COUNT_UNIT_WORDS = 3
+COUNT_MIN_COSINE = 0.5  # pairs of a new and an active fact are looked at from this cosine on
+COUNT_MIN_SHARED = 2  # content words, besides the counted thing, the two statements share
+_COUNT = re.compile(r"(?<![\w.,/:$-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.,/:]\d)(\s*%)?")
+_PUNCTUATION = re.compile(r"[,;:.!?()/\[\]\"]")
+_UNIT_ENDS = {"per", "each", "every", "a", "an", "the"}  # "1,200 calls per day" counts calls
+_NOT_A_COUNT_AFTER = {"am", "pm", "a.m", "p.m", "st", "nd", "rd", "th", "o'clock"}
+
+
+def counts(text: str) -> dict[tuple[str, ...], str]:
+    """The counted things of a statement and the value of each (the last one stated: "from 70% to 90%"
+    counts 90%). Numbers in dates ("April 20", "2024"), times ("3 PM"), versions and ratios are no counts."""
+    out: dict[tuple[str, ...], str] = {}
+    lowered = text.lower()
+    for m in _COUNT.finditer(lowered):
+        value = m.group(1).replace(",", "")
+        before = lowered[:m.start()].split()
+        if (before and before[-1].strip(",.") in MONTHS) or (len(value) == 4 and value[:2] in ("19", "20")):
+            continue
+        if m.group(2):
+            out[("percent",)] = value
+            continue
+        unit: list[str] = []
+        for w in word_tuple(_PUNCTUATION.split(lowered[m.end():m.end() + 80], maxsplit=1)[0]):
+            if (w in STATEMENT_STOPWORDS or w in _UNIT_ENDS or w[0].isdigit() or len(unit) == COUNT_UNIT_WORDS
+                    or (unit and w.endswith(("ing", "ed")))):  # "8 cards using ...": a verb ends the phrase
+                break
+            unit.append(w)
+        if not unit or unit[0] in _NOT_A_COUNT_AFTER or unit[0] in MONTHS:
+            continue
+        out[tuple(suffix_stem(w) for w in unit)] = value
+    return out
+
+
+def count_update(older: str, newer: str) -> bool:
+    """Whether `newer` states a new value of a count `older` states: the same counted thing with another
+    value, and at least COUNT_MIN_SHARED other content words in common. Percentages count only when
+    neither statement has another count (a bare "78%" says too little of what it measures otherwise)."""
+    a, b = counts(older), counts(newer)
+    changed = [u for u in a.keys() & b.keys() if float(a[u]) != float(b[u])]
+    if not changed or any(u == ("percent",) for u in changed) and len(a) + len(b) > 2:
+        changed = [u for u in changed if u != ("percent",)]
+    if not changed:
+        return False
+    counted = {w for u in changed for w in u}
+    shared = (_content_stems(older) & _content_stems(newer)) - counted
+    return len(shared) >= COUNT_MIN_SHARED
+
+
+def _content_stems(text: str) -> set[str]:
+    return {suffix_stem(w) for w in word_tuple(text)
+            if w not in STATEMENT_STOPWORDS and not w[0].isdigit() and w not in _GENERIC}
+
+
+# words every statement of an agent's user carries ("The user is trying to ..."): no evidence of one topic
+_GENERIC = {"user", "user's", "trying", "want", "wants", "need", "needs", "help", "sure", "make", "understand"}
+
+
+def count_updates(pairs: list[tuple[str, str]], texts: dict[str, str], valid_from: dict[str, datetime]
+                  ) -> list[Update]:
+    """Supersessions among similar pairs of fact ids: the earlier fact of a pair is superseded by the later
+    one when the later states a new value of its count (count_update), of the same subject, neither a goal.
+    An older fact with several newer values is superseded by the earliest of them; facts stated at the
+    same moment are left alone (two values at once are a contradiction, not an update)."""
+    until: dict[str, tuple[datetime, str]] = {}
+    for a, b in pairs:
+        if a == b or valid_from.get(a) is None or valid_from.get(b) is None or valid_from[a] == valid_from[b]:
+            continue
+        older, newer = (a, b) if valid_from[a] < valid_from[b] else (b, a)
+        to, tn = texts[older], texts[newer]
+        if "goal" in (claim_type(to), claim_type(tn)) or different_subjects(to, tn) or not count_update(to, tn):
+            continue
+        if older not in until or (valid_from[newer], newer) < until[older]:
+            until[older] = (valid_from[newer], newer)
+    return [Update(old, new, at) for old, (at, new) in sorted(until.items())]

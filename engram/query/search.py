@@ -253,9 +253,17 @@ def _search_units(
     has_current: set[str] = set()
     has_replaced: set[str] = set()
     at = f.as_of or f.now
+    stale = {fid for _, fid, status, *_ in links if status in STALE_STATUSES}
+    current_of = _current_versions(con, f.user_id, sorted(stale)) if stale and f.as_of is None else {}
     for episode_id, fact_id, status, valid_from, valid_to in links:
-        facts_of[episode_id].append(fact_id)
         in_force = (valid_from is None or valid_from <= at) and (valid_to is None or valid_to > at)
+        if fact_id in current_of:
+            # what this episode said has a newer version: the current version stands where the episode
+            # ranks and lists it among its sources (the old value is not buried, and not shown first)
+            facts_of[episode_id].append(current_of[fact_id])
+            has_current.add(episode_id)
+            continue
+        facts_of[episode_id].append(fact_id)
         if in_force and (status == "active" or (f.as_of is not None and status == "superseded")):
             has_current.add(episode_id)
         elif status in STALE_STATUSES or (valid_to is not None and valid_to <= at):
@@ -266,7 +274,7 @@ def _search_units(
             # what this episode said has a newer version: it ranks below current memories, labelled
             ep.score = round(ep.score * STALE_EPISODE_WEIGHT, 6)
             ep.status = "superseded"
-    linked = sorted({fid for _, fid, *_ in links})
+    linked = sorted({fid for fids in facts_of.values() for fid in fids})
     lenders = [(ep.score, facts_of[ep.id]) for ep in episodes if ep.id in facts_of]
     # without episodes to lend their scores the facts' order cannot change: the top `limit` suffice
     fact_pool = pool if links else limit
@@ -297,6 +305,14 @@ def _search_units(
         if len(out) == limit:
             break
     return out
+
+
+def _current_versions(con: db.Connection | None, user_id: str, fact_ids: list[str]) -> dict[str, str]:
+    """The active fact that now replaces each superseded fact of `fact_ids` (through a chain of updates), by
+    id; none while another process holds the store (the published index keeps no update events)."""
+    if con is None:
+        return {}
+    return dict(db.rows(con, "queries/query/current_fact_versions", user_id=user_id, fact_ids=fact_ids))
 
 
 def _facts_of_episodes(con: db.Connection | None, settings: Settings, user_id: str, embedder: Any,
