@@ -16,6 +16,7 @@ false links on LoCoMo dev (bench/quality/BEAM.md).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,14 @@ def _stems(text: str) -> set[str]:
     return {suffix_stem(w) for w in word_tuple(text) if pair_rules.content_word(w) and w not in _VAGUE}
 
 
+def _predicate(text: str) -> set[str]:
+    """The stemmed content words (names included) after the 'never' of a statement that says never."""
+    m = NEVER.search(text)
+    assert m is not None
+    predicate = _stems(text[m.end():]) | {suffix_stem(n) for n in names(text[m.end():])}
+    return predicate - {w for w in predicate if w in STATEMENT_STOPWORDS}
+
+
 def never_contradiction(a: str, b: str) -> bool:
     """Whether one of a, b says its subject never did what the other states of the same subject."""
     if says_never(b) and not says_never(a):
@@ -61,10 +70,7 @@ def never_contradiction(a: str, b: str) -> bool:
         return False
     if pair_rules.different_subjects(a, b):
         return False
-    m = NEVER.search(a)
-    assert m is not None
-    predicate = _stems(a[m.end():]) | {suffix_stem(n) for n in names(a[m.end():])}
-    predicate -= {w for w in predicate if w in STATEMENT_STOPWORDS}
+    predicate = _predicate(a)
     if not predicate:
         return False
     other = _stems(b) | {suffix_stem(n) for n in names(b)}
@@ -110,14 +116,15 @@ def never_links(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set
 _CONTRAST = re.compile(r"\s*(?:[;:]|,?\s+but\s+|,?\s+yet\s+|,?\s+although\s+|,?\s+though\s+)\s*", re.IGNORECASE)
 
 
-def stated_clauses(message: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def stated_clauses(message: str) -> tuple[str, ...]:
     """The clauses of a message's prose that state something without any negation (markup and code left
     out): what a person said happened, for a 'never' to be compared with."""
     out: list[str] = []
     for block in prose_blocks(message):
         for sentence in split_sentences(block):
             out += [c for c in _CONTRAST.split(sentence) if c and _negations(c) == 0 and NEVER.search(c) is None]
-    return out
+    return tuple(out)
 
 
 def denied_by_message(never_text: str, message: str) -> bool:
@@ -134,11 +141,15 @@ def never_episode_links(facts: list[tuple[str, str, np.ndarray]], episodes: list
     never = [(fid, text, vec) for fid, text, vec in facts if says_never(text)]
     if not never or not episodes:
         return out
-    evecs = np.stack([vec for _, _, vec in episodes])
+    # a long message's vector reads its first 256 tokens only (often code): the message is screened by the
+    # words it shares with what the fact says never happened, not by cosine
+    stems = [_stems(message) | {suffix_stem(n) for n in names(message)} for _, message, _ in episodes]
     for fid, text, vec in never:
-        sims = evecs @ vec
-        for j in np.flatnonzero(sims >= NEVER_MIN_COSINE).tolist():
-            eid, message, _ = episodes[j]
+        predicate = _predicate(text)
+        for j, words_of in enumerate(stems):
+            if len(predicate & words_of) < NEVER_MIN_SHARED:
+                continue
+            eid, message, evec = episodes[j]
             if denied_by_message(text, message):
-                out.append((fid, eid, float(sims[j])))
+                out.append((fid, eid, float(evec @ vec)))
     return out

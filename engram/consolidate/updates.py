@@ -106,6 +106,9 @@ def restatement_runs(said: list[tuple[str, str, datetime]]) -> list[int]:
 COUNT_UNIT_WORDS = 3
 COUNT_MIN_COSINE = 0.5  # pairs of a new and an active fact are looked at from this cosine on
 COUNT_MIN_SHARED = 2  # content words, besides the counted thing, the two statements share
+# a bare percentage names what it measures only through the words around it ("test coverage of the API
+# module 65%" / "test coverage of the core modules 85%"): it asks for more of them in common
+PERCENT_MIN_SHARED = 4
 _COUNT = re.compile(r"(?<![\w.,/:$-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.,/:]\d)(\s*%)?")
 _PUNCTUATION = re.compile(r"[,;:.!?()/\[\]\"]")
 _UNIT_ENDS = {"per", "each", "every", "a", "an", "the"}  # "1,200 calls per day" counts calls
@@ -140,16 +143,16 @@ def counts(text: str) -> dict[tuple[str, ...], str]:
 def count_update(older: str, newer: str) -> bool:
     """Whether `newer` states a new value of a count `older` states: the same counted thing with another
     value, and at least COUNT_MIN_SHARED other content words in common. Percentages count only when
-    neither statement has another count (a bare "78%" says too little of what it measures otherwise)."""
+    neither statement has another count, with PERCENT_MIN_SHARED words in common."""
     a, b = counts(older), counts(newer)
     changed = [u for u in a.keys() & b.keys() if float(a[u]) != float(b[u])]
-    if not changed or any(u == ("percent",) for u in changed) and len(a) + len(b) > 2:
+    if any(u == ("percent",) for u in changed) and len(a) + len(b) > 2:
         changed = [u for u in changed if u != ("percent",)]
     if not changed:
         return False
     counted = {w for u in changed for w in u}
     shared = (_content_stems(older) & _content_stems(newer)) - counted
-    return len(shared) >= COUNT_MIN_SHARED
+    return len(shared) >= (PERCENT_MIN_SHARED if changed == [("percent",)] else COUNT_MIN_SHARED)
 
 
 def _content_stems(text: str) -> set[str]:

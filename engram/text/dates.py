@@ -92,8 +92,37 @@ def time_mentions(sentence: str, said_at: datetime) -> list[TimeMention]:
         span = sentence[at:at + len(span)] if at >= 0 else span
         span = _EDGE_WORDS.sub("", span.strip(" ,.;:!?")).strip()
         if span and is_time_expression(span):
-            out.append(TimeMention(span, moment, relative=not CALENDAR.search(span)))
+            calendar = CALENDAR.search(span)
+            if calendar is not None and not _YEAR.search(span) and calendar.group() != span:
+                moment = _calendar_moment(calendar.group(), moment, settings)
+            out.append(TimeMention(span, moment, relative=calendar is None))
     return out
+
+
+_YEAR = re.compile(r"\b\d{4}\b|'\d{2}\b")
+
+
+def _calendar_moment(date: str, moment: datetime, settings: dict[str, Any]) -> datetime:
+    """The moment of the calendar date alone: dateparser reads a number before it into the date ("sprint 1
+    on March 29" gave 1 March 1929)."""
+    try:
+        found = _search()(date, languages=["en"], settings=settings) or []
+    except (ValueError, OverflowError, TypeError):
+        return moment
+    return found[0][1] if found else moment
+
+
+def _nearest_year(moment: datetime, said_at: datetime) -> datetime:
+    """A date written without its year ("April 15") in the year that puts it nearest to when it was said:
+    a deadline next month is this year's, a trip last December last year's (dateparser's preference for
+    the past put a deadline a month ahead eleven months back)."""
+    options = []
+    for year in (said_at.year - 1, said_at.year, said_at.year + 1):
+        try:
+            options.append(moment.replace(year=year))
+        except ValueError:  # 29 February
+            continue
+    return min(options, key=lambda m: (abs(m - said_at), m)) if options else moment
 
 
 def format_date(moment: datetime) -> str:
@@ -101,10 +130,15 @@ def format_date(moment: datetime) -> str:
     return f"{moment.day} {moment:%B %Y}"
 
 
-def with_absolute_dates(sentence: str, said_at: datetime) -> tuple[str, datetime | None]:
+def with_absolute_dates(sentence: str, said_at: datetime, nearest: bool = False) -> tuple[str, datetime | None]:
     """The sentence with relative time made absolute ("yesterday" -> "yesterday (7 May 2023)"), and the
-    moment the sentence is about (its first time mention), if it names one."""
+    moment the sentence is about (its first time mention), if it names one. With `nearest` (a statement not
+    in the past tense: "my deadline is April 15"), a date written without its year is put in the year
+    nearest to when it was said, not in the past."""
     mentions = time_mentions(sentence, said_at)
+    if nearest:
+        mentions = [TimeMention(m.span, _nearest_year(m.moment, said_at), m.relative)
+                    if not m.relative and not _YEAR.search(m.span) else m for m in mentions]
     text = sentence
     for m in mentions:
         if m.relative:
