@@ -31,7 +31,7 @@ from engram.consolidate.context import (
 from engram.consolidate.never import never_episode_links, never_links
 from engram.consolidate.speakers import voiced
 from engram.consolidate.scoring import reinforced_array
-from engram.consolidate.updates import COUNT_MIN_COSINE, count_updates, frame_updates
+from engram.consolidate.updates import COUNT_MIN_COSINE, count_updates, date_updates, dated_things, frame_updates
 from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.text.sentences import best_sentence, valence_conflict
@@ -183,8 +183,14 @@ def _never_sources(ctx: StageContext, facts: pl.DataFrame, space: Any, created: 
     evecs = vectors_of(eps["embedding"], dim)[people]
     contents = eps["content"].to_pylist()
     ep_ids = eps["id"].to_pylist()
+    roles = dict(zip(ep_ids, [r or "" for r in eps["role"].to_pylist()], strict=True))
+    with ctx.open() as con, db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(ids), pa.string())})):
+        speakers: dict[str, set[str]] = {}
+        for fid, role in db.rows(con, "queries/consolidate/fact_source_roles", user_id=ctx.user_id):
+            speakers.setdefault(fid, set()).add(role)
     links = never_episode_links(list(zip(ids, [texts[i] for i in ids], space.vectors(rows), strict=True)),
-                                [(ep_ids[j], contents[j], evecs[k]) for k, j in enumerate(people.tolist())])
+                                [(ep_ids[j], contents[j], evecs[k]) for k, j in enumerate(people.tolist())],
+                                speakers, roles)
     if not links:
         return empty
     fact_ids, episode_ids, sims = (list(x) for x in zip(*links, strict=True))
@@ -194,8 +200,9 @@ def _never_sources(ctx: StageContext, facts: pl.DataFrame, space: Any, created: 
 
 def _count_supersessions(ctx: StageContext, facts: pl.DataFrame, space: Any, created: set[str], decided: set[str]
                          ) -> list[fact_ops.FactChange]:
-    """A fact stating a newer value of a count an older fact of the same subject states supersedes it
-    (engram.consolidate.updates.count_update), among pairs of a new fact and an active fact found by vector."""
+    """A fact stating a newer value of a count, or a new date of a planned thing, that an older fact of the same
+    subject states supersedes it (engram.consolidate.updates: count_update, date_update), among pairs of a new
+    fact and an active fact found by vector."""
     if not created or facts.height < 2:
         return []
     rows = np.flatnonzero(facts["id"].is_in(list(created)).to_numpy())
@@ -208,14 +215,25 @@ def _count_supersessions(ctx: StageContext, facts: pl.DataFrame, space: Any, cre
     valid_from = facts["valid_from"]
     when = dict(zip(a_ids + b_ids, valid_from.gather(a_rows).to_list() + valid_from.gather(b_rows).to_list(),
                     strict=True))
+    pairs_ = list(zip(a_ids, b_ids, strict=True))
     with ctx.open() as con:
         texts = fact_texts(con, ctx.user_id, a_ids + b_ids)
-    return [
-        fact_ops.FactChange(u.old_id, "superseded", "update: a later fact states another value of the same count",
-                            status="superseded", valid_to=u.valid_to, related_fact_id=u.new_id)
-        for u in count_updates(list(zip(a_ids, b_ids, strict=True)), texts, when)
-        if u.old_id not in decided
-    ]
+        dated = [p for p in pairs_ if dated_things(texts[p[0]]) and dated_things(texts[p[1]])]
+        said = _said_times(con, ctx.user_id, [x for p in dated for x in p]) if dated else {}
+    changes: dict[str, fact_ops.FactChange] = {}
+    for u, why in [*((u, "count") for u in count_updates(pairs_, texts, when)),
+                   *((u, "date") for u in date_updates(dated, texts, said, when))]:
+        if u.old_id not in decided and u.old_id not in changes:
+            changes[u.old_id] = fact_ops.FactChange(
+                u.old_id, "superseded", f"update: a later fact states another value of the same {why}",
+                status="superseded", valid_to=u.valid_to, related_fact_id=u.new_id)
+    return [changes[k] for k in sorted(changes)]
+
+
+def _said_times(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, datetime]:
+    """{fact id: when it was said (asserted_at)} of the given facts."""
+    with db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(set(ids)), pa.string())})):
+        return dict(db.rows(con, "queries/consolidate/fact_said_times", user_id=user_id))
 
 
 def _contradictions(

@@ -128,17 +128,48 @@ def stated_clauses(message: str) -> tuple[str, ...]:
 
 
 def denied_by_message(never_text: str, message: str) -> bool:
-    """Whether a clause of `message` states what `never_text` says never happened (never_contradiction)."""
-    return any(never_contradiction(never_text, clause) for clause in stated_clauses(message))
+    """Whether a clause of `message` states what `never_text` says never happened (never_contradiction), of
+    the same subject: a clause naming someone else ("Caroline obtained one") is about them."""
+    who = pair_rules.subject(never_text)
+    return any(never_contradiction(never_text, clause) for clause in stated_clauses(message)
+               if pair_rules.subject(clause) in (None, who))
 
 
-def never_episode_links(facts: list[tuple[str, str, np.ndarray]], episodes: list[tuple[str, str, np.ndarray]]
+_MODAL_BEFORE = re.compile(r"\b(?:will|would|can|could|shall|should|may|might|must|wants?|wanted)\s+(?:\w+\s+)?$"
+                           r"|'(?:ll|d)\s+$", re.IGNORECASE)
+
+
+def never_happened(text: str) -> bool:
+    """Whether a statement says something never happened: a 'never' (says_never) before a verb in the past or
+    perfect ("never met", "has never tried", "never been"), no modal before it. "Will never forget", "would
+    never give up", "never give up" speak of the future or of a rule, which no message of the past denies."""
+    m = NEVER.search(text)
+    if m is None or not says_never(text) or _MODAL_BEFORE.search(text[:m.start()]):
+        return False
+    after = [w for w in word_tuple(text[m.end():])[:3] if not w.endswith("ly")]  # "never actually obtained"
+    return bool(after) and _past_form(after[0])
+
+
+@lru_cache(maxsize=4096)
+def _past_form(word: str) -> bool:
+    from lemminflect import getAllInflections, getAllLemmas  # loaded once extraction has loaded it
+
+    for base in getAllLemmas(word).get("VERB", ()):
+        forms = getAllInflections(base, upos="VERB")
+        if word in forms.get("VBD", ()) or word in forms.get("VBN", ()):
+            return True
+    return False
+
+
+def never_episode_links(facts: list[tuple[str, str, np.ndarray]], episodes: list[tuple[str, str, np.ndarray]],
+                        speakers: dict[str, set[str]] | None = None, roles: dict[str, str] | None = None
                         ) -> list[tuple[str, str, float]]:
-    """(fact id, episode id, cosine) for each 'never' fact and a person's message (cosine above
-    NEVER_MIN_COSINE) stating what the fact says never happened: the message speaks against the fact. The
-    fact's own message counts too ("I've never tried X, but I finished three X last week")."""
+    """(fact id, episode id, cosine) for each fact saying something never happened (never_happened) and a
+    message of the same speaker (`roles` of the episodes among `speakers` of the fact's own episodes, when
+    given) stating it: the message speaks against the fact. The fact's own message counts too ("I've never
+    tried X, but I finished three X last week")."""
     out: list[tuple[str, str, float]] = []
-    never = [(fid, text, vec) for fid, text, vec in facts if says_never(text)]
+    never = [(fid, text, vec) for fid, text, vec in facts if never_happened(text)]
     if not never or not episodes:
         return out
     # a long message's vector reads its first 256 tokens only (often code): the message is screened by the
@@ -150,6 +181,8 @@ def never_episode_links(facts: list[tuple[str, str, np.ndarray]], episodes: list
             if len(predicate & words_of) < NEVER_MIN_SHARED:
                 continue
             eid, message, evec = episodes[j]
+            if speakers is not None and roles is not None and roles.get(eid, "") not in speakers.get(fid, set()):
+                continue  # another person's message speaks of them, not of this fact's speaker
             if denied_by_message(text, message):
                 out.append((fid, eid, float(evec @ vec)))
     return out

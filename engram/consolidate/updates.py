@@ -21,6 +21,7 @@ from datetime import datetime
 
 from engram.consolidate.pair_rules import different_subjects
 from engram.text.atomic import tense
+from engram.text.dates import CALENDAR
 from engram.text.sentences import MONTHS, claim_type, frame_of
 from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple
 
@@ -180,4 +181,64 @@ def count_updates(pairs: list[tuple[str, str]], texts: dict[str, str], valid_fro
             continue
         if older not in until or (valid_from[newer], newer) < until[older]:
             until[older] = (valid_from[newer], newer)
+    return [Update(old, new, at) for old, (at, new) in sorted(until.items())]
+
+
+# A date a thing is set for: a calendar date (and a time of day after it) and the word it is the date of,
+# the noun right after it ("my April 20 deadline") or else the nearest content word before it ("a deadline
+# of April 1", "the call with the creative director on April 21 at 3 PM"). A later statement setting the
+# same thing to another date, of the same subject, while both dates are still ahead of when they were said,
+# moves it ("the new April 25 deadline", "moving the call with the creative director to April 22 at 11 AM").
+DATE_MIN_SHARED = 1
+_TIME_AFTER = re.compile(r"^,?\s*(?:\d{4}\s*)?(?:,?\s*at\s+)?(\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.))?", re.I)
+
+
+def dated_things(text: str) -> dict[str, str]:
+    """{the word a date is the date of (stemmed): the date as written, with its time of day, lowercased}."""
+    out: dict[str, str] = {}
+    lowered = text.lower()
+    for m in CALENDAR.finditer(lowered):
+        tail = _TIME_AFTER.match(lowered[m.end():])
+        when = " ".join(x for x in (m.group(), tail.group(1) if tail and tail.group(1) else "") if x)
+        after = word_tuple(lowered[m.end() + (tail.end() if tail else 0):][:40])
+        before = [w for w in word_tuple(lowered[:m.start()]) if w not in STATEMENT_STOPWORDS and not w[0].isdigit()]
+        if after and after[0] not in STATEMENT_STOPWORDS and not after[0][0].isdigit():
+            thing = after[0]
+        elif before:
+            thing = before[-1]
+        else:
+            continue
+        out[suffix_stem(thing)] = re.sub(r"\s+", " ", when.replace(",", " ")).strip()
+    return out
+
+
+def date_update(older: str, newer: str) -> bool:
+    """Whether `newer` sets a thing `older` dates to another date: the same word dated, another date, and at
+    least DATE_MIN_SHARED other content words in common (the dated word itself already says what is set)."""
+    a, b = dated_things(older), dated_things(newer)
+    changed = [t for t in a.keys() & b.keys() if a[t] != b[t]]
+    if not changed:
+        return False
+    shared = (_content_stems(older) & _content_stems(newer)) - set(changed) - {
+        suffix_stem(w) for v in (*a.values(), *b.values()) for w in word_tuple(v)}
+    return len(shared) >= DATE_MIN_SHARED
+
+
+def date_updates(pairs: list[tuple[str, str]], texts: dict[str, str], said: dict[str, datetime],
+                 valid_from: dict[str, datetime]) -> list[Update]:
+    """Supersessions among similar pairs of fact ids: of two statements said at different times that date one
+    thing for later than they were said (valid_from, the date the text names, on or after the day it was
+    said), the later-said one moves it (date_update): the earlier is superseded from when the later was said."""
+    until: dict[str, tuple[datetime, str]] = {}
+    for a, b in pairs:
+        if a == b or any(x.get(y) is None for x in (said, valid_from) for y in (a, b)) or said[a] == said[b]:
+            continue
+        if valid_from[a].date() < said[a].date() or valid_from[b].date() < said[b].date():
+            continue  # a date already past when said is history, not a plan that can move
+        older, newer = (a, b) if said[a] < said[b] else (b, a)
+        to, tn = texts[older], texts[newer]
+        if different_subjects(to, tn) or not date_update(to, tn):
+            continue
+        if older not in until or (said[newer], newer) < until[older]:
+            until[older] = (said[newer], newer)
     return [Update(old, new, at) for old, (at, new) in sorted(until.items())]
