@@ -423,7 +423,7 @@ def answered_question(question_turn: str, asker_role: str | None, answer_turn: s
     content = [w for w in words(f"{question} {answer}") if w not in STATEMENT_STOPWORDS and not w.isdigit()]
     if len(content) < ANAPHOR_MIN_CONTENT_WORDS:
         return None  # "Did Ann make it? Yes!" says nothing a memory can use
-    dated, about = with_absolute_dates(answer, said_at, nearest=tense(answer) != "past")
+    dated, about = with_absolute_dates(answer, said_at, nearest=True)
     text = f"{question} {resolve_speaker(dated, answerer, speaker_name(asker_role))}"[:MAX_STATEMENT_CHARS]
     return Statement(text, f"{asked[-1]} {answer}", about)
 
@@ -463,7 +463,7 @@ def atomic_statements(content: str, role: str | None, said_at: datetime,
             sentence = restore_subject(sentence)
         if not worth_remembering(sentence):
             continue
-        dated, about = with_absolute_dates(sentence, said_at, nearest=tense(sentence) != "past")
+        dated, about = with_absolute_dates(sentence, said_at, nearest=True)
         text = resolve_speaker(dated, name, listener)[:MAX_STATEMENT_CHARS]
         if text.lower() not in seen:
             seen.add(text.lower())

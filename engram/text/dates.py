@@ -132,9 +132,11 @@ def format_date(moment: datetime) -> str:
 
 def with_absolute_dates(sentence: str, said_at: datetime, nearest: bool = False) -> tuple[str, datetime | None]:
     """The sentence with relative time made absolute ("yesterday" -> "yesterday (7 May 2023)"), and the
-    moment the sentence is about (its first time mention), if it names one. With `nearest` (a statement not
-    in the past tense: "my deadline is April 15"), a date written without its year is put in the year
-    nearest to when it was said, not in the past."""
+    moment the sentence is about (its first time mention), if it names one. With `nearest`, a date written
+    without its year is put in the year nearest to when it was said ("my deadline is April 15" said in
+    March: this April), not always in the past (dateparser's preference, which a query about the past
+    keeps). A statement's tense does not settle it: "I've accepted ... and have a call on April 21" reads
+    as past, and people seldom leave out the year of a day more than half a year away."""
     mentions = time_mentions(sentence, said_at)
     if nearest:
         mentions = [TimeMention(m.span, _nearest_year(m.moment, said_at), m.relative)

@@ -67,8 +67,8 @@ def has_markup(text: str) -> bool:
 def prose_blocks(text: str) -> list[str]:
     """The message's running prose, one block per paragraph or list item, markup and code left out."""
     if "\n" not in text and not _FENCE.match(text) and not _HEADING.match(text):
-        one = _unwrap(text)
-        return [one] if one and not one.endswith(":") and not is_code_line(one) else []
+        one = _without_lead_in(_unwrap(text))
+        return [one] if one and not is_code_line(one) else []
     blocks: list[str] = []
     para: list[str] = []
     fenced = False
@@ -104,8 +104,21 @@ def prose_blocks(text: str) -> list[str]:
             para.append(line.strip())
         prev_blank = blank
     flush()
-    # a block ending in a colon leads in to what follows it (a list, code): it states nothing itself
-    return [b for b in blocks if b and not b.endswith(":")]
+    # a block ending in a colon leads in to what follows it (a list, code): its last sentence states nothing
+    return [kept for b in blocks if b and (kept := _without_lead_in(b))]
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+
+def _without_lead_in(block: str) -> str:
+    """The block without a closing sentence that ends in a colon ("I finished the review on May 3. Here's
+    my code:" keeps its first sentence; a block that is only a lead-in keeps nothing)."""
+    if not block.endswith(":"):
+        return block
+    parts = _SENTENCE_BREAK.split(block)
+    kept = " ".join(parts[:-1]).strip()
+    return kept if len(kept.split()) >= MIN_ITEM_WORDS else ""  # "Certainly! Here's how:" states nothing
 
 
 def passages(text: str, max_words: int = PASSAGE_WORDS) -> list[tuple[int, int]]:
