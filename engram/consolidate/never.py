@@ -11,6 +11,13 @@ never-side's predicate: at least NEVER_MIN_SHARED of the content words after "ne
 least NEVER_MIN_SHARE of them. Pairs are found among a night's new facts and the tenant's active facts by
 vector (cosine above NEVER_MIN_COSINE). The constants were chosen on BEAM 100K chats 6-10 and checked for
 false links on LoCoMo dev (bench/quality/BEAM.md).
+
+What was said may never have become a fact of its own ("... my API key obtained on March 10?" is asked,
+not stated), so a new fact saying something never happened (in the past or perfect, no modal:
+never_happened) is also compared with this run's messages of its own speaker, clause by clause
+(stated_clauses: prose only, no negation): a clause stating it is recorded as a `contradicts` source of the
+fact (never_episode_links). Messages are screened by shared words, not by cosine: a long message's vector
+reads only its first 256 tokens.
 """
 
 from __future__ import annotations

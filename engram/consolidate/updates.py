@@ -10,6 +10,13 @@ Only statements of a state are updated: a past event ("Ann went to Paris", then 
 is history that stays true, so a statement in the past tense takes no part, unless it answers a
 question ("Who won the last final? Spain."): the question is the attribute, whatever its tense.
 Preferences are many-valued ("Ann likes Paris", "Ann likes Rome"): they take no part either.
+
+Frames ask the two statements to be worded alike. Two more rules find updates in statements worded
+differently, among a night's similar pairs (confidence._count_supersessions): a count of the same thing
+with another value ("my Zotero library has 45 sources" -> "I've added 52 sources to my Zotero library",
+count_update), and a planned thing set to another date while both dates are still ahead ("a deadline of
+April 1" -> "the new sprint deadline of April 5", date_update). Both read only numbers, dates and the nouns
+beside them, and ask for other content words in common; neither reads goals, nor another subject's words.
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ def restatement_runs(said: list[tuple[str, str, datetime]]) -> list[int]:
 # same thing with another value, stated later of the same subject, is its newer value ("45 sources" ->
 # "52 sources"), whatever the words around it, as long as they speak of the same thing (COUNT_MIN_SHARED).
 COUNT_UNIT_WORDS = 3
-COUNT_MIN_COSINE = 0.5  # pairs of a new and an active fact are looked at from this cosine on
+COUNT_MIN_COSINE = 0.3  # pairs of a new and an active fact are looked at from this cosine on (a value can sit in a long statement about something else)
 COUNT_MIN_SHARED = 2  # content words, besides the counted thing, the two statements share
 # a bare percentage names what it measures only through the words around it ("test coverage of the API
 # module 65%" / "test coverage of the core modules 85%"): it asks for more of them in common
@@ -135,9 +142,40 @@ def counts(text: str) -> dict[tuple[str, ...], str]:
                     or (unit and w.endswith(("ing", "ed")))):  # "8 cards using ...": a verb ends the phrase
                 break
             unit.append(w)
-        if not unit or unit[0] in _NOT_A_COUNT_AFTER or unit[0] in MONTHS:
+        if unit and (unit[0] in _NOT_A_COUNT_AFTER or unit[0] in MONTHS):
+            continue
+        if not unit:
+            # a number after its noun ("commits merged ... has now reached 165"): a count of one of the
+            # nouns just before it, which a count of that noun elsewhere names (bare_counts)
+            if m.end() == len(lowered.rstrip(" .!?")) or _PUNCTUATION.match(lowered[m.end():m.end() + 1] or "."):
+                out[(BARE, value)] = value
             continue
         out[tuple(suffix_stem(w) for w in unit)] = value
+    return out
+
+
+BARE = "#"  # the key of a number with no noun after it
+BARE_WINDOW = 8  # words before such a number among which its noun is looked for
+
+
+def _bare_nouns(text: str, value: str) -> set[str]:
+    """The content stems of the BARE_WINDOW words before a bare number `value` of `text`."""
+    lowered = text.lower().replace(",", "")
+    at = lowered.rfind(value)
+    before = word_tuple(lowered[:at])[-BARE_WINDOW:] if at >= 0 else ()
+    return {suffix_stem(w) for w in before if w not in STATEMENT_STOPWORDS and not w[0].isdigit()}
+
+
+def _with_bare(text: str, mine: dict[tuple[str, ...], str], other: dict[tuple[str, ...], str]
+               ) -> dict[tuple[str, ...], str]:
+    """`mine` with each bare number keyed by the unit of `other` whose head noun is just before it."""
+    out = {u: v for u, v in mine.items() if u[0] != BARE}
+    for u, v in mine.items():
+        if u[0] == BARE:
+            near = _bare_nouns(text, v)
+            for unit in other:
+                if unit[0] not in (BARE, "percent") and unit[-1] in near and unit not in out:
+                    out[unit] = v
     return out
 
 
@@ -146,6 +184,7 @@ def count_update(older: str, newer: str) -> bool:
     value, and at least COUNT_MIN_SHARED other content words in common. Percentages count only when
     neither statement has another count, with PERCENT_MIN_SHARED words in common."""
     a, b = counts(older), counts(newer)
+    a, b = _with_bare(older, a, b), _with_bare(newer, b, a)
     changed = [u for u in a.keys() & b.keys() if float(a[u]) != float(b[u])]
     if any(u == ("percent",) for u in changed) and len(a) + len(b) > 2:
         changed = [u for u in changed if u != ("percent",)]
