@@ -42,6 +42,12 @@ class Update:
     valid_to: datetime
 
 
+def _answered(text: str) -> bool:
+    """Whether a statement is a question with its answer ("How many seasons has Lost? 6."), as update_frame
+    reads it."""
+    return "?" in text.rstrip("?")
+
+
 def update_frame(text: str) -> tuple[str, frozenset[str]] | None:
     """(frame, values) of a statement that can be updated: a state with a value, or an answered question."""
     frame, value = frame_of(text)
@@ -216,6 +222,8 @@ def count_updates(pairs: list[tuple[str, str]], texts: dict[str, str], valid_fro
             continue
         older, newer = (a, b) if valid_from[a] < valid_from[b] else (b, a)
         to, tn = texts[older], texts[newer]
+        if _answered(to) or _answered(tn):
+            continue  # the question is the attribute: frame_updates compares answers of one question
         if "goal" in (claim_type(to), claim_type(tn)) or different_subjects(to, tn) or not count_update(to, tn):
             continue
         if older not in until or (valid_from[newer], newer) < until[older]:
@@ -276,7 +284,7 @@ def date_updates(pairs: list[tuple[str, str]], texts: dict[str, str], said: dict
             continue  # a date already past when said is history, not a plan that can move
         older, newer = (a, b) if said[a] < said[b] else (b, a)
         to, tn = texts[older], texts[newer]
-        if different_subjects(to, tn) or not date_update(to, tn):
+        if _answered(to) or _answered(tn) or different_subjects(to, tn) or not date_update(to, tn):
             continue
         if older not in until or (said[newer], newer) < until[older]:
             until[older] = (said[newer], newer)

@@ -82,3 +82,9 @@ def test_a_planned_date_moved_later_supersedes_the_first_one() -> None:
     # a date already past when it was said is history: a trip on one day and a trip on another both happened
     past = {"a": datetime(2024, 3, 1), "b": datetime(2024, 3, 10)}
     assert date_updates([("a", "b")], texts, said, past) == []
+
+
+def test_answers_to_two_questions_are_not_counts_of_one_thing() -> None:
+    # SituatedQA: each answered question is its own attribute (frame_updates), whatever numbers they share
+    texts = {"a": "How many episodes are in season 1 of Lost? 25.", "b": "How many episodes are in season 2 of Lost? 24."}
+    assert count_updates([("a", "b")], texts, {"a": T1, "b": T2}) == []
