@@ -341,15 +341,24 @@ def _embedded(fill: PendingFill, texts: list[str], dim: int) -> np.ndarray | Non
         except Exception as exc:  # noqa: BLE001 - the query's own embedding already worked; see the docstring
             log.warning("pending rows not embedded on the fly (%s); found by their words only", type(exc).__name__)
             return None
-        if vectors.shape != (len(todo), dim) or not np.isfinite(vectors).all():
-            log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+        if not remember_filled(fill.model, todo, vectors, dim):
             return None
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        FILLED.put(fill.model, todo, vectors / np.where(norms > 0, norms, 1.0))
         known = FILLED.get(fill.model, texts)
     if any(v is None for v in known):  # evicted meanwhile by another thread's fill: word-only this time
         return None
     return np.ascontiguousarray(np.stack(known).astype(np.float32, copy=False))
+
+
+def remember_filled(model: str, texts: list[str], vectors: np.ndarray, dim: int) -> bool:
+    """Keep vectors embedded on the fly for pending texts (L2-normalised, as stored ones are); False, and
+    nothing kept, when they are unusable (wrong shape, not finite)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.shape != (len(texts), dim) or not np.isfinite(vectors).all():
+        log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+        return False
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    FILLED.put(model, texts, vectors / np.where(norms > 0, norms, 1.0))
+    return True
 
 
 def wants_fill(index: TableIndex, fill: PendingFill | None) -> bool:

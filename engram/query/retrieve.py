@@ -12,6 +12,7 @@ import numpy as np
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.index.blas import single_threaded
 from engram.index.published import PUBLISHED
 from engram.index.vector_index import CACHE, PendingFill
 from engram.query import candidates
@@ -103,8 +104,9 @@ def _fetch_sources(
     """Separate candidate fetches per source table (no UNION), each capped."""
     cap = min(3 * top_k, settings.max_candidates_per_source)
     pools: dict[str, list[Candidate]] = {}
-    for table in ("facts", "kg_entities", "episodes"):
-        pools[table] = candidates.retrying(_source_pool, con, settings, embedder, qvec, table, cap, f)
+    with single_threaded():
+        for table in ("facts", "kg_entities", "episodes"):
+            pools[table] = candidates.retrying(_source_pool, con, settings, embedder, qvec, table, cap, f)
     return pools
 
 

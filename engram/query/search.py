@@ -16,19 +16,22 @@ import numpy as np
 from engram import clock
 from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
-from engram.errors import InvalidInput
+from engram.errors import EmbedderUnavailable, InvalidInput
+from engram.index.blas import single_threaded
 from engram.index.cache import table_index
-from engram.index.published import PUBLISHED
+from engram.index.published import PUBLISHED, fill_ahead
 from engram.index.vector_index import (
     NO_CONTEXT,
     Context,
     PendingFill,
     TableIndex,
+    remember_filled,
     unit_signatures,
 )
 from engram.query import candidates
 from engram.query.common import (
     embed_query,
+    embedder_of,
     recency,
     require_int,
     require_tags,
@@ -177,8 +180,7 @@ def search_memory(
 
             embedder = embedders.from_settings(settings)
     elif embedding_soon is None:
-        vectors, embedder = embed_query(settings, [query], embedder)
-        qvec = vectors[0]
+        qvec, embedder = _embed_with_fill(settings, query, user_id, embedder)
     tables = SEARCH_TYPES[search_type]
     with ExitStack() as stack:
         try:
@@ -198,6 +200,23 @@ def search_memory(
         return _search(reader, settings, query, qvec, embedder, tables, limit, filters, method, windows)
 
 
+def _embed_with_fill(settings: Settings, query: str, user_id: str, embedder: Any) -> tuple[np.ndarray, Any]:
+    """The query's vector, embedded in one run with the tenant's newest inbox texts that have none yet
+    (kept for the search's fill: one model run per search, not two, after a write)."""
+    embedder = embedder_of(settings, embedder)
+    ahead = fill_ahead(settings, user_id, embedder.model, embedder.dim, settings.search_embed_pending)
+    if ahead:
+        try:
+            vectors, _ = embed_query(settings, [query, *ahead], embedder)
+        except EmbedderUnavailable:  # a pending text the embedder refuses must not fail the query: retry alone
+            pass
+        else:
+            remember_filled(embedder.model, ahead, vectors[1:], embedder.dim)
+            return vectors[0], embedder
+    vectors, _ = embed_query(settings, [query], embedder)
+    return vectors[0], embedder
+
+
 def _map_indexes(con: db.Connection, settings: Settings, tables: tuple[str, ...], user_id: str, model: str,
                  dim: int) -> None:
     """Open the indexes the search below will use (it then finds them in the process's caches): the
@@ -210,12 +229,13 @@ def _search(
     con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
     tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str, windows: list[TimeWindow],
 ) -> list[Hit]:
-    if "facts" not in tables:
-        hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f, method,
-                                   windows=windows)
-    else:
-        hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f, method,
-                                   windows)
+    with single_threaded():
+        if "facts" not in tables:
+            hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
+                                       method, windows=windows)
+        else:
+            hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
+                                       method, windows)
     log.info("search: %d hit(s) from %s", len(hits), ",".join(tables))
     return hits
 
@@ -489,11 +509,11 @@ def _rank(
     if lenders:
         score = _lend(score, ids, lenders)
     order = np.argsort(-score, kind="stable")
-    # cosine of every candidate with every other, computed at once: candidate j is a near restatement of
-    # a hit shown so far when its cosine with that hit's candidate reaches DIVERSITY_COSINE
-    close = (cand_vecs @ cand_vecs.T >= DIVERSITY_COSINE) & has_vec[:, None] & has_vec[None, :]
+    # candidate j is a near restatement of a hit shown so far when its cosine with that hit's candidate
+    # reaches DIVERSITY_COSINE: compared with the shown ones only (a few), not every candidate with every other
     hits: list[Hit] = []
     owner = np.full(len(pos), -1, np.int64)  # candidate index -> the hit it is shown as (hits with a vector)
+    shown_rows: list[int] = []  # candidates with an owner, in the order they were shown
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
     # an identical text has the identical vector, so with a vector on every candidate the cosine test
     # folds exact duplicates too and no candidate's text needs hashing before it is shown
@@ -515,9 +535,10 @@ def _rank(
                 hits[kept_hashes[row["content_hash"]]].absorbed.append(row["id"])
                 continue
         near = None
-        if has_vec[j]:
-            shown = owner[close[j] & (owner >= 0)]
-            near = int(shown.min()) if len(shown) else None
+        if has_vec[j] and shown_rows:
+            shown = np.asarray(shown_rows, np.int64)
+            close = shown[cand_vecs[shown] @ cand_vecs[j] >= DIVERSITY_COSINE]
+            near = int(owner[close].min()) if len(close) else None
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
@@ -535,6 +556,7 @@ def _rank(
         kept_hashes[hit.content_hash] = len(hits)
         if has_vec[j]:
             owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
+            shown_rows.append(int(j))
         hits.append(hit)
     return hits
 

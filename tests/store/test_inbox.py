@@ -192,3 +192,31 @@ def test_a_search_without_the_store_embeds_the_newest_inbox_rows_first(settings:
                             PendingFill(embedder.embed, 1, embedder.model))
     with_vector = [index.ids[int(p)] for p in index.vec_pos]
     assert [index.text(index.pos[i]) for i in with_vector] == ["newest"]
+
+
+class _CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting its runs and the texts of each."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.runs: list[list[str]] = []
+
+    def embed(self, texts: list[str]):  # noqa: ANN201 - as HashEmbedder
+        self.runs.append(list(texts))
+        return super().embed(texts)
+
+
+def test_a_search_after_a_write_embeds_its_query_and_the_new_row_in_one_run(settings: Settings) -> None:
+    from engram.index.vector_index import FILLED
+
+    FILLED.clear()
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    embedder = _CountingEmbedder(agent.embed_dim)
+    add_episodes([{"user_id": "alice", "id": "e1", "content": "the heron nests by the pond"}], agent)
+    hits = search_memory("grey bird near water", user_id="alice", settings=agent, embedder=embedder,
+                         method="vector")
+    assert embedder.runs == [["grey bird near water", "the heron nests by the pond"]]
+    assert [h.id for h in hits] == ["e1"]  # found by meaning: its vector came from that run
+    embedder.runs.clear()
+    search_memory("heron", user_id="alice", settings=agent, embedder=embedder)
+    assert embedder.runs == [["heron"]]  # a row embedded once is not embedded again
