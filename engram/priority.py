@@ -1,10 +1,12 @@
 """Background work yields the CPU to the agent's hot path.
 
-The night and the embedding worker share the machine with agents that write and search while they
-run. They lower their own process's priority (niceness, Unix) so the scheduler serves the hot path
-first: on 2 cores a search competes with a night that would use both. A process cannot raise its
-priority back without privilege, so only processes that do background work call this: the nightly
-and embedding flows, `engram consolidate` and `engram embed` (through them), never a search.
+The night shares the machine with agents that write and search while it runs. It lowers its own
+process's priority (niceness, Unix) so the scheduler serves the hot path first: on 2 cores a search
+competes with a night that would use both. A process cannot raise its priority back without
+privilege, so only the nightly flows call this (and `engram consolidate` through them), never a
+search. The embedding worker keeps its priority: the night waits for the worker's short holds of
+the store (up to ENGRAM_LOCK_TIMEOUT_S), and a starved worker would make it wait longer, while
+nothing waits on the night.
 """
 
 from __future__ import annotations

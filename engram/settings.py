@@ -117,9 +117,10 @@ class Settings(BaseSettings):
         "written since the last publish wait in its inbox, so a search that reads the inbox (ENGRAM_HOT_PATH=inbox, "
         "or the store held) merges few rows (0 = only the night publishes).")
     background_nice: int = bounded(
-        10, 0, 19, "The niceness (Unix CPU priority) the nightly run and the embedding worker give their own "
-        "process, so an agent's writes and searches on the same machine get the cores first (0 = unchanged; a "
-        "process already nicer stays so).")
+        10, 0, 19, "The niceness (Unix CPU priority) the nightly run gives its own process, so an agent's writes "
+        "and searches on the same machine get the cores first (0 = unchanged; a process already nicer stays so). "
+        "The embedding worker keeps its priority: nothing waits on the night's lock, but the night waits on the "
+        "worker's.")
     embed_poll_s: float = bounded(
         2.0, 0.1, 3600.0, "Seconds the embedding worker (`engram embed --watch`, the embedding-worker deployment) "
         "sleeps between passes over the queue: an episode is found by meaning about this long plus its embedding "

@@ -186,8 +186,10 @@ class MeaningProbe:
         try:
             # by meaning: the vector path alone (a hybrid search may rank word matches of the paraphrase
             # above it, which says nothing about whether the new episode's vector is searched yet)
-            found = any(h.id == eid for h in search_memory(query, user_id=user, settings=self.settings, limit=10,
-                                                           method="vector"))
+            # a probe whose paraphrase was probed before (6 texts, one every 15 s) is a near restatement of the
+            # earlier copy: the search shows that copy and lists this one under it (absorbed), found all the same
+            found = any(h.id == eid or eid in h.absorbed
+                        for h in search_memory(query, user_id=user, settings=self.settings, limit=10, method="vector"))
         except Exception:  # noqa: BLE001 - the hot loop counts failures; here only the time matters
             found = False
         if found or now - added >= MEANING_GIVE_UP_S:
@@ -201,7 +203,6 @@ def embed_worker(config: str) -> None:
 
     c = json.loads(config)
     settings, drain_once = settings_for(Path(c["path"]), c["embedder"]), worker_drain_once()
-    yield_background_cpu(settings)  # as `engram embed --watch` and the embedding-worker flow do
     params = inspect.signature(drain_once).parameters
     kwargs = {"embedder": embedders.from_settings(settings)} if "embedder" in params else {}
     if "stop" in params:
@@ -303,9 +304,9 @@ def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: di
         f"- store: {args.tenants} tenants x {args.turns:,} turns ({source}), the first half consolidated by a "
         f"previous night; embedder {args.embedder}, no LLM; the agent's process runs with "
         f"ENGRAM_HOT_PATH={args.hot_path}",
-        "- the embedding worker (drain_once in a loop) runs in both phases; it and the night lower their "
-        "process's CPU priority (ENGRAM_BACKGROUND_NICE, default 10) as `engram embed --watch` and the nightly "
-        f"flow do; load average when the report was written: {os.getloadavg()[0]:.1f}",
+        "- the embedding worker (drain_once in a loop) runs in both phases; the night lowers its process's CPU "
+        "priority (ENGRAM_BACKGROUND_NICE, default 10) as the nightly flow does; load average when the report "
+        f"was written: {os.getloadavg()[0]:.1f}",
         f"- night: consolidate_tenants over {night_info.get('tenants', '?')} tenants in another process took "
         f"{night_s:.1f} s (failed or skipped tenants: {night_info.get('failed') or 'none'}); whole bench {total_s:.0f} s",
         f"- command: `{cmd}`", "",

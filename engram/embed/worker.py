@@ -22,7 +22,6 @@ import numpy as np
 from engram.embed.models import Embedder
 from engram.embed.queue import drain
 from engram.index.writer import write_tenant
-from engram.priority import yield_cpu
 from engram.settings import Settings
 from engram.store import db, inbox
 from engram.store.sharding import all_shard_settings
@@ -125,7 +124,6 @@ def watch(
     `drain_pass` replaces drain_once (the Prefect flow passes its task); `on_pass` sees each pass's counts.
     """
     poll_s = settings.embed_poll_s if poll_s is None else poll_s
-    yield_cpu(settings.background_nice)  # the agents' searches and writes first
     stop = stop or threading.Event()
     run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
     totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0, "passes": 0}
