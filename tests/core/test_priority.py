@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _niceness_after(code: str, env: dict[str, str] | None = None) -> list[int]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={**os.environ, **(env or {})}, timeout=120)
+                         env={**os.environ, **(env or {})}, timeout=600)
     return [int(x) for x in out.stdout.split()]
 
 

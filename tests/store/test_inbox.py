@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from engram import clock
 from engram.archive.ops import mark_removal
@@ -19,27 +15,7 @@ from engram.settings import Settings
 from engram.store import db, inbox
 from engram.store.fold import fold_inbox
 from engram.store.ingest import add_episodes
-
-LOCKER = (
-    "import sys, duckdb\n"
-    "con = duckdb.connect(sys.argv[1])\n"
-    "print('held', flush=True)\n"
-    "sys.stdin.readline()\n"
-)
-
-
-@contextmanager
-def held(settings: Settings) -> Iterator[None]:
-    """Another process holds the store read-write (as the night does) for the block."""
-    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(settings.db_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-
+from tests.store_hold import held
 
 def _stored(settings: Settings) -> list[tuple]:
     with db.open_store(settings, read_only=True) as con:
