@@ -196,3 +196,34 @@ def test_a_search_after_a_write_embeds_its_query_and_the_new_row_in_one_run(sett
     embedder.runs.clear()
     search_memory("heron", user_id="alice", settings=agent, embedder=embedder)
     assert embedder.runs == [["heron"]]  # a row embedded once is not embedded again
+
+
+def test_the_inbox_read_after_each_write_equals_a_read_from_scratch(settings: Settings) -> None:
+    """A search reads only the segments written since its last read; what it reads is what a process
+    reading the whole inbox afresh reads, through writes, a fold, a repeat and a withdrawal."""
+    from engram.index import published
+
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    model, dim = "hash-ngram-v1-384", agent.embed_dim
+
+    def rows(pending_only: bool = False) -> tuple[list, tuple]:
+        table, signature = published.inbox_rows(agent, "alice", model, dim, pending_only)
+        return table.select(["id", "text", "row_id"]).to_pylist(), signature
+
+    def fresh(pending_only: bool = False) -> tuple[list, tuple]:
+        published.PUBLISHED.clear()  # forgets the rows read so far
+        return rows(pending_only)
+
+    ids = []
+    for i, text in enumerate(["the heron nests", "the otter swims", "the heron nests", "a kingfisher dives"]):
+        ids += add_episodes([{"user_id": "alice", "id": f"e{i}", "content": text}], agent).ids
+        incremental = rows(), rows(pending_only=True)
+        assert incremental == (fresh(), fresh(pending_only=True))
+    inbox.withdraw(agent, "alice", [ids[1]])
+    incremental = rows()
+    assert incremental == fresh() and ids[1] not in [r["id"] for r in incremental[0]]
+    with db.open_store(settings) as con:
+        fold_inbox(con, settings)
+    incremental = rows(), rows(pending_only=True)
+    assert incremental == (fresh(), fresh(pending_only=True))
+    assert incremental[1][0] == []  # folded: nothing pending for a reader that has the store
