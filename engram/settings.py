@@ -14,6 +14,9 @@ from engram.errors import InvalidInput
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "ENGRAM_"
+# Roles of an agent's own turns (its replies, tool calls, system text), not of the people a memory is about:
+# the default of fact_skip_roles, and the turns a search never lifts to the rank of the request before them
+AGENT_ROLES = ("assistant", "model", "tool", "system", "ai", "agent", "bot", "function")
 
 
 def bounded(default: float | int, lo: float | int, hi: float | int, description: str) -> Any:
@@ -147,7 +150,7 @@ class Settings(BaseSettings):
         "human", description="Turns and thoughts of these origins (comma-separated: human, tool, model) create facts; "
         "the others stay episodes (searchable, support and contradiction only). Events (kind event) of any origin do.")
     fact_skip_roles: str = Field(
-        "assistant,model,tool,system,ai,agent,bot,function", description="Episodes of these roles (comma-separated) "
+        ",".join(AGENT_ROLES), description="Episodes of these roles (comma-separated) "
         "create no facts offline: an agent's own words stay episodes; with an LLM, an agent turn yields a fact only "
         "where it records what the user stated or accepted, citing the user's turn.")
     min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")

@@ -38,12 +38,14 @@ from engram.query.common import (
     require_text,
 )
 from engram.query.fact_sources import add_stored_sources
+from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
 from engram.text.normalize import content_hash
+from engram.text.tokens import tokenize
 from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
 
@@ -66,6 +68,11 @@ RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
 CONTEXT: Context = (0.75, 0.25)
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
+# ... and two episodes must also share this much of their words (Jaccard of their search tokens): a fact is
+# one sentence, so 0.8 cosine is a restatement, but an episode's vector reads a whole message (up to 256
+# tokens) and two replies of one conversation on one topic reach 0.8-0.9 without restating each other
+# (folded, they hid distinct turns on BEAM transcripts: bench/quality/BEAM.md)
+RESTATE_OVERLAP = 0.5
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 STALE_STATUSES = {"superseded", "retracted"}
 STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
@@ -115,6 +122,9 @@ class Hit:
     # what the 0-1 relevance is made of, each 0-1: semantic (cosine), lexical (BM25 / best in the table),
     # recency, confidence
     parts: dict[str, float] = field(default_factory=dict)
+    # a long episode's passage that matched the query (engram.query.snippets.matching_passage): start and
+    # end offsets into text, and its text; None for a short episode and for a fact
+    passage: dict[str, Any] | None = None
     # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
     absorbed: list[str] = field(default_factory=list, repr=False)
 
@@ -366,7 +376,18 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
+    hits = _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
+    if index.table == "episodes":
+        _add_passages(hits, query)
+    return hits
+
+
+def _add_passages(hits: list[Hit], query: str) -> None:
+    """Give each hit that is a long episode the passage of it that matched the query (its snippet)."""
+    for hit in hits:
+        span = matching_passage(hit.text, query)
+        if span is not None:
+            hit.passage = {"start": span[0], "end": span[1], "text": hit.text[span[0]:span[1]].strip()}
 
 
 def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
@@ -537,8 +558,10 @@ def _rank(
         near = None
         if has_vec[j] and shown_rows:
             shown = np.asarray(shown_rows, np.int64)
-            close = shown[cand_vecs[shown] @ cand_vecs[j] >= DIVERSITY_COSINE]
-            near = int(owner[close].min()) if len(close) else None
+            close = owner[shown[cand_vecs[shown] @ cand_vecs[j] >= DIVERSITY_COSINE]]
+            if index.table == "episodes" and len(close):
+                close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
+            near = int(close.min()) if len(close) else None
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
@@ -572,6 +595,12 @@ def _hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndar
     hit = _hit(table, row, score, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
     hit.parts = {k: round(v, 4) for k, v in parts.items()}
     return hit
+
+
+def restates(a: str, b: str) -> bool:
+    """Whether two texts share at least RESTATE_OVERLAP of their search words (Jaccard of the token sets)."""
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
 
 
 SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
