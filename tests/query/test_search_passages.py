@@ -7,7 +7,8 @@ import pytest
 
 from engram.embed.models import HashEmbedder
 from engram.index import writer
-from engram.index.cache import PERSISTED
+from engram.index.cache import PERSISTED, table_index
+from engram.index.merged import PersistedTableIndex
 from engram.index.vector_index import CACHE
 from engram.query import search_memory
 from engram.query.search import restates
@@ -73,3 +74,25 @@ def test_two_replies_on_one_topic_both_shown_a_restatement_folded(settings, con)
     assert restates("Maria rents a flat near the harbour in Lisbon", "Maria rents a flat near the harbour in Porto")
     assert not restates("Your budget tracker should store expenses in SQLite",
                         "Charts of monthly expenses help you spot trends")
+
+
+def test_the_published_index_and_its_delta_rank_long_replies_as_the_exact_path(settings, con):
+    _seed(settings, con)
+    on = settings.model_copy(update={"search_index": True, "search_index_min_rows": 0})
+    emb = HashEmbedder(settings.embed_dim)
+    writer.write_tenant(on, con, "u1", emb.model, emb.dim)
+    # written after the publish: read from the store as the delta, a long one among them
+    seed_episodes(settings, con, [
+        {"id": "late_long", "content": LONG.replace("Kubernetes", "Nomad"), "session_id": "y", "role": "assistant"},
+        {"id": "late", "content": "Nomad replicas were my idea", "session_id": "z", "role": "user"},
+    ])
+    for query in ("nomad replicas ingress", "kubernetes replicas", "budget milestone piano"):
+        for method in ("hybrid", "lexical"):
+            CACHE.clear()
+            PERSISTED.clear()
+            indexed = search_memory(query, "episodes", 5, "u1", settings=on, con=con, method=method)
+            exact = search_memory(query, "episodes", 5, "u1", settings=settings, con=con, method=method)
+            assert [h.id for h in indexed] == [h.id for h in exact], (query, method)
+            assert [h.passage for h in indexed] == [h.passage for h in exact]
+    index = table_index(con, on, "episodes", "u1", emb.model, emb.dim)
+    assert isinstance(index, PersistedTableIndex) and index.delta.n == 2
