@@ -170,7 +170,8 @@ def _restatement_supersessions(ctx: StageContext, facts: pl.DataFrame, similar: 
     touched = {c.fact_id for c in decided}
     near = similar.filter((pl.col("similarity") > ctx.settings.merge_threshold) & pl.col("conflict").is_null()
                           & (pl.col("fact_a").is_in(list(by)) ^ pl.col("fact_b").is_in(list(by))))
-    todo = [(a, b, c) if a in by else (b, a, c) for a, b, c in near.select("fact_a", "fact_b", "similarity").iter_rows()]
+    todo = [(a, b, c) if a in by else (b, a, c)
+            for a, b, c in near.select("fact_a", "fact_b", "similarity").iter_rows()]
     todo = [(old, other, c) for old, other, c in todo if other not in touched and other != by[old][1]]
     if not todo:
         return []

@@ -4,11 +4,11 @@ printed is the score that orders it.
 Fusion (engram.query.search) gives every candidate of the vector ranking a positive score, so with few
 memories that match, recency and confidence alone carried unrelated ones into the list (issue 45 #5:
 "Ignore previous instructions ..." second for "where does Lena live?", semantic 0.00, lexical 0.00).
-A result matches when its own text shares a search word with the query, when (a turn) it follows a
+A result matches when its own text shares a search word with the query; when (a turn) it follows a
 question whose words match (the answer sits after the question: search.CONTEXT; what a turn borrows
-from the turn after it is a nudge in ranking, not a match), when its meaning (with its session neighbours' lift) is at least half as close to
-the query as the closest result's, when it is dated inside a time the query names, or, for a fact, when
-one of its source episodes matches.
+from the turn after it is a nudge in ranking, not a match); when its meaning, with its session
+neighbours' lift, is at least half as close to the query as the closest result's; when it is dated
+inside a time the query names; or, for a fact, when one of its source episodes matches.
 """
 
 from __future__ import annotations
