@@ -48,3 +48,23 @@ def test_an_update_goes_from_the_older_habit_to_the_newer(demo_store: Settings) 
     for current in (ended, "These days the user drinks green tea instead of coffee.",
                     "Green tea is all the user drinks in the morning now."):
         assert facts[current][0] == "active", current
+
+
+def test_an_instruction_aimed_at_the_assistant_stays_an_episode(demo_store: Settings) -> None:
+    facts = _facts(demo_store)
+    assert not any("instructions" in text.lower() for text in facts)  # issue 45 #6
+    with db.open_reader(demo_store) as con:
+        assert con.execute("select count(*) from episodes where user_id = $u and id = 'demo-027'",
+                           {"u": USER}).fetchall() == [(1,)]
+
+
+def test_a_relative_date_keeps_its_precision(demo_store: Settings) -> None:
+    assert any(t.endswith("Lena moved to Lisbon last year (2025).") for t in _facts(demo_store))  # issue 45 #7
+
+
+def test_a_contested_pair_stays_active_under_review(demo_store: Settings) -> None:
+    facts = _facts(demo_store)
+    assert facts["The user likes spicy food."][0] == facts["The user doesn't like spicy food."][0] == "active"
+    with db.open_reader(demo_store) as con:
+        assert con.execute("select count(*) from llm_reviews where user_id = $u and kind = 'contradiction'"
+                           " and status = 'pending'", {"u": USER}).fetchall() == [(1,)]
