@@ -163,9 +163,10 @@ def _frame_supersessions(ctx: StageContext, created: set[str], decided: set[str]
 
 def _restatement_supersessions(ctx: StageContext, facts: pl.DataFrame, similar: pl.DataFrame,
                                decided: list[fact_ops.FactChange]) -> list[fact_ops.FactChange]:
-    """An update supersedes the restatements of what it replaced: a fact above merge_threshold to a fact
-    superseded this run, stated before the newer one, that states the replaced words and agrees with the
-    superseded one (pair_rules.restates) is superseded by the same newer fact."""
+    """The end of a habit supersedes its restatements: a fact above merge_threshold to a fact a cessation
+    superseded this run, stated before the newer one, that states what ended and agrees with the
+    superseded one (pair_rules.restates) is superseded by the same newer fact. (Another value is updated
+    through its frame, which takes every older statement of it: engram.consolidate.updates.)"""
     by = {c.fact_id: (c.valid_to, c.related_fact_id) for c in decided if c.action == "superseded" and c.related_fact_id}
     touched = {c.fact_id for c in decided}
     near = similar.filter((pl.col("similarity") > ctx.settings.merge_threshold) & pl.col("conflict").is_null()

@@ -451,12 +451,12 @@ def _stems_and_values(text: str) -> frozenset[str]:
 
 
 def replaced_words(old: str, new: str) -> frozenset[str]:
-    """What `new` replaced of `old`: the ended thing's words that `old` states (a cessation), else the
-    numbers and names of `old` that `new` lacks (another value). Empty when neither."""
+    """What `new` says has ended of `old`: the ended thing's words that `old` states, when `new` ends it
+    (a cessation). Empty otherwise: another value of a statement is updated through its frame
+    (engram.consolidate.updates), which takes every older statement of the frame, restatements included."""
     if cessation(old, new) and _ends(new):
         return _stems_and_values(old) & ended_words(new)
-    v = view(old, new)
-    return (v.numbers_a - v.numbers_b) | frozenset(suffix_stem(n) for n in v.names_a - v.names_b)
+    return frozenset()
 
 
 def _names_another(a: str, b: str) -> bool:
@@ -467,8 +467,8 @@ def _names_another(a: str, b: str) -> bool:
 
 
 def restates(other: str, old: str, new: str) -> bool:
-    """Whether `other` states what `new` replaced of `old` and agrees with `old`: an update to a statement
-    updates its restatements ("I drink my coffee black every morning", superseded by "I stopped drinking
+    """Whether `other` states what `new` ended of `old` and agrees with `old`: the end of a habit ends its
+    restatements ("I drink my coffee black every morning", superseded by "I stopped drinking
     coffee", takes "Black coffee every morning, that's my routine" with it). No valence conflict with
     `old`, no subject the other does not mention, no cessation marker of its own, and every replaced word
     of `old` in it."""

@@ -203,8 +203,10 @@ def test_cessation_ends_what_the_other_states_not_what_goes_on(older: str, newer
     # a restatement of the replaced statement goes with it
     ("Bus to work every day, that is my commute", "I take the bus to work every day",
      "I stopped taking the bus to work; I cycle there now", True),
+    # another value is updated through its frame, which takes every older statement of it; a restatement
+    # of an old answer ("Who won? Spain.") may answer another question: not taken here (SituatedQA)
     ("Our team standup happens at 9:30 each weekday morning", "The standup is at 9:30 every weekday",
-     "The standup is at 10:30 every weekday", True),
+     "The standup is at 10:30 every weekday", False),
     # a statement of what goes on, or of something else, stays
     ("I cycle to work every day", "I take the bus to work every day",
      "I stopped taking the bus to work; I cycle there now", False),
