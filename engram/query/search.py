@@ -109,7 +109,7 @@ class Hit:
     session_id: str | None = None
     kind: str | None = None
     claim_type: str | None = None
-    contested: bool = False  # a contradiction review names this fact and waits (engram.query.contested)
+    contested: bool = False  # a contradiction review names this fact (or its fact) and waits (query.contested)
     # a fact's source episodes, folded under it: id, time, text (engram.query.fact_sources)
     sources: list[dict[str, Any]] = field(default_factory=list)
     date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
@@ -240,6 +240,7 @@ def _search(
             hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
                                        method, windows=windows)
             hits = matches.matching(hits, query)
+            mark_contested(con, hits, f.user_id)
         else:
             hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
                                        method, windows)

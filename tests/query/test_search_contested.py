@@ -53,3 +53,21 @@ def test_an_applied_review_settles_the_dispute(settings, con) -> None:
     _seed(settings, con, review_status="applied")
     hits = search_memory("does the user like spicy food?", "facts", 5, "u1", settings=settings, con=con)
     assert hits and not any(h.contested for h in hits)
+
+
+def test_an_episode_that_states_a_contested_fact_is_contested(settings, con) -> None:
+    import pyarrow as pa
+
+    from engram.store import db
+    from tests.query_seed import seed_episodes
+
+    _seed(settings, con)
+    seed_episodes(settings, con, [{"id": "said-like", "content": "I like spicy food."},
+                                  {"id": "said-cat", "content": "My cat has a spicy temper."}])
+    rows = [{"user_id": "u1", "fact_id": f, "episode_id": e, "relation": "extracted_from", "similarity": None,
+             "run_id": "seed"} for f, e in (("likes", "said-like"), ("cat", "said-cat"))]
+    with db.registered(con, "incoming_sources", pa.Table.from_pylist(rows)):
+        db.execute(con, "queries/store/insert_fact_sources")
+    hits = {h.id: h for h in search_memory("spicy", "episodes", 5, "u1", settings=settings, con=con)}
+    assert hits["said-like"].contested and not hits["said-cat"].contested
+    assert memory_records([hits["said-like"]])[0]["contested"] is True
