@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engram.text.atomic import speaker_name
 from engram.text.tokens import tokenize
 
 # A result at less than half the best result's cosine is a neighbour in the vector ranking, not a match
 SEMANTIC_SHARE = 0.5
 # The words extraction writes for the person first person stands for ("I eat meat" -> "The user eats
-# meat"): every statement of theirs has them, so a query's "the user" matches no fact in particular
-SPEAKER_WORDS = frozenset(tokenize(speaker_name("user") or ""))
+# meat": engram.text.atomic.speaker_name, not imported here to keep it off a search's first import):
+# every statement of theirs has them, so a query's "the user" matches no fact in particular
+SPEAKER_WORDS = frozenset(tokenize("The user"))
 
 
 def matching(hits: Sequence[Any], query: str, episodes: Iterable[Any] = ()) -> list[Any]:

@@ -215,5 +215,5 @@ def test_cessation_ends_what_the_other_states_not_what_goes_on(older: str, newer
     ("Caroline takes the bus to work every day", "I take the bus to work every day",
      "I stopped taking the bus to work; I cycle there now", False),
 ])
-def test_restates_what_an_update_replaced(other: str, old: str, new: str, expected: bool) -> None:
+def test_restates_what_a_cessation_ended(other: str, old: str, new: str, expected: bool) -> None:
     assert pair_rules.restates(other, old, new) is expected

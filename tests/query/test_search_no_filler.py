@@ -75,3 +75,10 @@ def test_a_fact_matches_through_its_source_episode_and_a_turn_not_by_its_neighbo
     best = H("f3", "facts", "The user's sister lives in Portugal", 0.8, 0.0)
     got = matches.matching([best, fact, stray, borrowed], "where does Lena live?", [episode, borrowed])
     assert [h.id for h in got] == ["f3", "f1"]
+
+
+def test_the_speaker_words_are_the_ones_extraction_writes() -> None:
+    from engram.text.atomic import speaker_name
+    from engram.text.tokens import tokenize
+
+    assert matches.SPEAKER_WORDS == frozenset(tokenize(speaker_name("user") or ""))
