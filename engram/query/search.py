@@ -28,7 +28,7 @@ from engram.index.vector_index import (
     remember_filled,
     unit_signatures,
 )
-from engram.query import candidates
+from engram.query import candidates, matches
 from engram.query.common import (
     embed_query,
     embedder_of,
@@ -37,6 +37,7 @@ from engram.query.common import (
     require_tags,
     require_text,
 )
+from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
@@ -115,6 +116,7 @@ class Hit:
     session_id: str | None = None
     kind: str | None = None
     claim_type: str | None = None
+    contested: bool = False  # a contradiction review names this fact (or its fact) and waits (query.contested)
     # a fact's source episodes, folded under it: id, time, text (engram.query.fact_sources)
     sources: list[dict[str, Any]] = field(default_factory=list)
     date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
@@ -127,11 +129,15 @@ class Hit:
     passage: dict[str, Any] | None = None
     # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
     absorbed: list[str] = field(default_factory=list, repr=False)
+    # how it matched the query as ranking saw it: cosine with its session neighbours' lift, lexical part with
+    # theirs, 1 when dated inside a time the query names, 1 when it follows a question (engram.query.matches)
+    match: dict[str, float] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = asdict(self)
         out.pop("absorbed")
+        out.pop("match")
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
         out["date"] = self.date.isoformat() if self.date else None
         out["valid_to"] = self.valid_to.isoformat() if self.valid_to else None
@@ -243,9 +249,13 @@ def _search(
         if "facts" not in tables:
             hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
                                        method, windows=windows)
+            hits = matches.matching(hits, query)
+            mark_contested(con, hits, f.user_id)
         else:
             hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
                                        method, windows)
+    matches.show_order(hits, matches.score_top(method, RRF_K, RRF_WEIGHT_VECTOR, RRF_WEIGHT_LEXICAL,
+                                               RRF_WEIGHT_TIME if windows else 0.0))
     log.info("search: %d hit(s) from %s", len(hits), ",".join(tables))
     return hits
 
@@ -317,6 +327,7 @@ def _search_units(
         units += episodes
     # facts first on a tie: a fact that inherited an episode's score stands for it
     units.sort(key=lambda h: (-h.score, h.table != "facts", h.id))
+    units = matches.matching(units, query, episodes)
     out: list[Hit] = []
     covered: set[str] = set()
     for h in units:
@@ -326,6 +337,7 @@ def _search_units(
         covered.update(src["id"] for src in h.sources)
         if len(out) == limit:
             break
+    mark_contested(con, out, f.user_id)
     return out
 
 
@@ -530,6 +542,13 @@ def _rank(
     if lenders:
         score = _lend(score, ids, lenders)
     order = np.argsort(-score, kind="stable")
+
+    def matched(j: int) -> dict[str, float]:
+        return {"semantic": float(ctx[j]) if has_vec[j] and qvec is not None else 0.0,
+                "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
+                "dated": float(bool(windows) and in_any(windows, _date_of(kept[ids[j]]))),
+                "after_question": float(context[0] > 0 and index.prev[pos[j]] >= 0)}
+
     # candidate j is a near restatement of a hit shown so far when its cosine with that hit's candidate
     # reaches DIVERSITY_COSINE: compared with the shown ones only (a few), not every candidate with every other
     hits: list[Hit] = []
@@ -562,6 +581,8 @@ def _rank(
             if index.table == "episodes" and len(close):
                 close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
             near = int(close.min()) if len(close) else None
+        if near is not None and _disputes(kept[hits[near].id], row):
+            near = None  # the other side of a contradiction is no restatement: both are shown
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
@@ -570,12 +591,14 @@ def _rank(
                 hit = _hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
                               conf)
                 hit.absorbed = [*hits[near].absorbed, hits[near].id]
+                hit.match = matched(j)
                 hits[near] = hit
                 kept_hashes[hit.content_hash] = near
             else:
                 hits[near].absorbed.append(row["id"])
             continue
         hit = _hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
+        hit.match = matched(j)
         kept_hashes[hit.content_hash] = len(hits)
         if has_vec[j]:
             owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
@@ -629,6 +652,12 @@ def _is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
     if later is None or earlier is None or later <= earlier:
         return False
     return valence_conflict(shown["text"], candidate["text"]) == "different value"
+
+
+def _disputes(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """Whether the `candidate` row denies the `shown` row (a negation or antonym stated as well): the two
+    sides of a contested pair are both shown, not folded as restatements."""
+    return valence_conflict(shown["text"], candidate["text"]) in ("negation", "antonym")
 
 
 def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,
