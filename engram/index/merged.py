@@ -9,7 +9,7 @@ and a search filters its candidates without reading the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from engram.index.ann_graph import vector_rows
 from engram.index.bm25 import Postings, bm25_row_scores, docs_of_rows, postings
-from engram.index.passages import passage_docs
+from engram.index.passages import cached_tokens, passage_docs
 from engram.index.generation import Generation
 from engram.index.vector_index import (
     NO_CONTEXT,
@@ -32,11 +32,6 @@ from engram.text.tokens import tokenize
 
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 
-
-@lru_cache(maxsize=65_536)
-def cached_tokens(text: str) -> tuple[str, ...]:
-    """tokenize(text), kept: a delta is rebuilt on every write, and its older rows were tokenized before."""
-    return tuple(tokenize(text))
 
 
 class _Ids:

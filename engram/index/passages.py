@@ -11,12 +11,21 @@ where each row's documents start, and every row has at least one (an empty text:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from engram.text.markup import PASSAGE_WORDS, passages
+from engram.text.tokens import tokenize
 
 Tokens = Sequence[str]
+
+
+@lru_cache(maxsize=65_536)
+def cached_tokens(text: str) -> tuple[str, ...]:
+    """tokenize(text), kept: an index of recent rows is rebuilt on every write, and its older rows (their
+    passages) were tokenized before."""
+    return tuple(tokenize(text))
 
 
 def spans(text: str) -> list[tuple[int, int]]:
