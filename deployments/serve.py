@@ -17,6 +17,7 @@ import asyncio
 import importlib
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,21 @@ class BoundedShutdownRunner(Runner):
     """Prefect's Runner whose shutdown on SIGTERM cannot outlive SHUTDOWN_GRACE_S."""
 
     def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
-        """Arm the deadline, then shut down as Prefect does (pause the deployments, exit 0)."""
+        """Arm the deadline, then shut down as Prefect does: SystemExit leaves start(), whose exit pauses
+        the deployments (exit 0).
+
+        Prefect's handler first calls stop(), which inside the running loop only returns astop() (its
+        async_dispatch): the coroutine was dropped unawaited, a RuntimeWarning at every shutdown, and
+        the exit did the work. Here the exit alone does it; outside a loop, Prefect's handler runs.
+        """
         _exit_after(SHUTDOWN_GRACE_S)
-        super().handle_sigterm(*args, **kwargs)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            super().handle_sigterm(*args, **kwargs)
+            return
+        self._logger.info("SIGTERM received, initiating graceful shutdown...")
+        sys.exit(0)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

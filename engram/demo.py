@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,15 @@ def run_demo(
     ]
     with db.open_store(settings) as con:
         facts = db.query(con, "queries/store/demo_top_facts", user_id=DEMO_USER, limit=10)
-    lines.append("Top facts:")
-    lines += [f"  {r['confidence']:.3f}  {r['text']}  ({r['evidence_count']} episodes) [{r['id']}]"
-              for r in facts.to_dicts()]
+        lines.append("Top facts:")
+        lines += [f"  {r['confidence']:.3f}  {r['text']}  ({r['evidence_count']} episodes) [{r['id']}]"
+                  for r in facts.to_dicts()]
+        pending = db.rows(con, "queries/consolidate/review_pending_all_kinds", user_id=DEMO_USER)
+    waiting = Counter(r[1] for r in pending)
+    if waiting:
+        lines += ["", "Waiting for a decision (an LLM decides them; without one, you do): "
+                  + ", ".join(f"{n} {kind} review(s)" for kind, n in sorted(waiting.items()))
+                  + f": engram review list --user {DEMO_USER}"]
     searches = _searches(settings, queries)
     for query, hits in searches.items():
         lines += ["", f"search: {query}"]
@@ -49,7 +56,8 @@ def run_demo(
     if "snapshot_id" in (result.get("snapshot") or {}):
         lines.append(f"Ask the read snapshot: engram sql \"select text, confidence from current_facts where "
                      f"user_id = '{DEMO_USER}' order by confidence desc limit 5\"")
-    return {"lines": lines, "run": result, "facts": facts.to_dicts(), "searches": searches}
+    return {"lines": lines, "run": result, "facts": facts.to_dicts(), "searches": searches,
+            "waiting_reviews": dict(waiting)}
 
 
 def _searches(settings: Settings, queries: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
@@ -60,5 +68,5 @@ def _searches(settings: Settings, queries: Sequence[str]) -> dict[str, list[dict
     for query in queries:
         hits = search_memory(query, user_id=DEMO_USER, limit=3, settings=settings)
         out[query] = [{"score": h.score, "relevance": h.relevance, "kind": h.table, "status": h.status,
-                       "text": h.text, "line": hit_line(h)} for h in hits]
+                       "contested": h.contested, "text": h.text, "line": hit_line(h)} for h in hits]
     return out

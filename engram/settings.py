@@ -14,6 +14,9 @@ from engram.errors import InvalidInput
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "ENGRAM_"
+# Roles of an agent's own turns (its replies, tool calls, system text), not of the people a memory is about:
+# the default of fact_skip_roles, and the turns a search never lifts to the rank of the request before them
+AGENT_ROLES = ("assistant", "model", "tool", "system", "ai", "agent", "bot", "function")
 
 
 def bounded(default: float | int, lo: float | int, hi: float | int, description: str) -> Any:
@@ -116,6 +119,11 @@ class Settings(BaseSettings):
         500, 0, 10_000_000, "The embedding worker rewrites a tenant's episodes index once this many episodes "
         "written since the last publish wait in its inbox, so a search that reads the inbox (ENGRAM_HOT_PATH=inbox, "
         "or the store held) merges few rows (0 = only the night publishes).")
+    background_nice: int = bounded(
+        10, 0, 19, "The niceness (Unix CPU priority) the nightly run gives its own process, so an agent's writes "
+        "and searches on the same machine get the cores first (0 = unchanged; a process already nicer stays so). "
+        "The embedding worker keeps its priority: nothing waits on the night's lock, but the night waits on the "
+        "worker's.")
     embed_poll_s: float = bounded(
         2.0, 0.1, 3600.0, "Seconds the embedding worker (`engram embed --watch`, the embedding-worker deployment) "
         "sleeps between passes over the queue: an episode is found by meaning about this long plus its embedding "
@@ -142,7 +150,7 @@ class Settings(BaseSettings):
         "human", description="Turns and thoughts of these origins (comma-separated: human, tool, model) create facts; "
         "the others stay episodes (searchable, support and contradiction only). Events (kind event) of any origin do.")
     fact_skip_roles: str = Field(
-        "assistant,model,tool,system,ai,agent,bot,function", description="Episodes of these roles (comma-separated) "
+        ",".join(AGENT_ROLES), description="Episodes of these roles (comma-separated) "
         "create no facts offline: an agent's own words stay episodes; with an LLM, an agent turn yields a fact only "
         "where it records what the user stated or accepted, citing the user's turn.")
     min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")

@@ -19,6 +19,7 @@ from engram.consolidate.runner import (
     run_tenant,
 )
 from engram.flows.artifacts import publish_run_artifacts
+from engram.priority import yield_cpu
 from engram.settings import Settings, load_settings
 from engram.store.runs import make_run_id
 from engram.store.sharding import for_tenant
@@ -39,6 +40,7 @@ def nightly_consolidation(
     as_of = clock.run_as_of(as_of, option="as_of")  # first: an out-of-range as_of fails no tenant
     logger = get_run_logger()
     settings = load_settings()
+    yield_cpu(settings.background_nice)  # the agents' searches and writes first
     user_id = None if user_id is None else normalise_user_id(user_id)
     chosen = choose_stages(stages)
     if user_id is None and (settings.shards > 1 or settings.dask_address or settings.task_runner == "dask"):

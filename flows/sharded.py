@@ -12,6 +12,7 @@ from engram import clock
 from engram.consolidate.runner import choose_stages, failed_tenants
 from engram.errors import InvalidInput
 from engram.flows.artifacts import publish_run_artifacts
+from engram.priority import yield_cpu
 from engram.settings import Settings, load_settings
 from engram.store.runs import make_run_id
 from engram.tasks.sharded import consolidate_shard
@@ -38,6 +39,7 @@ def sharded_nightly(
     """Consolidate every tenant with work, one task per shard (a shard's tenants run in order, never two writers)."""
     logger = get_run_logger()
     settings = load_settings()
+    yield_cpu(settings.background_nice)  # the agents' searches and writes first (Dask workers are their own)
     as_of = clock.naive_utc_or_now(as_of)
     chosen = choose_stages(stages)
     picked = list(range(settings.shards)) if shards is None else sorted(set(shards))

@@ -222,31 +222,32 @@ def _embed_watch(user: str | None, poll_s: float | None) -> None:
 def stats(
     user: Annotated[str | None, typer.Option(help="Only this tenant.", callback=normalise_user_option)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="While another process holds the store, wait for its "
+                                       "live counts instead of reading the last read snapshot.")] = False,
 ) -> None:
-    """Row counts per table, tenant and status."""
-    from engram.store import db as store
-    from engram.store.sharding import stores_for
+    """Row counts per table, tenant and status (from the last read snapshot while another process holds
+    the store)."""
+    from engram.store.stats import counts
     from engram.store.tenant_hint import unknown_tenant_hint
     from engram.text.terminal import table_lines
 
+    def waiting(shard: Any) -> None:  # say why this waits instead of going quiet
+        echo(f"{shard.db_path} is held by another process (the nightly run?); waiting up to "
+             f"{shard.lock_timeout_s:g} s for its live counts", err=True)
+
     s = settings_or_exit()
     try:
-        rows, contra = [], []
-        shards = stores_for(s, user)  # every shard file, or the tenant's
-        for shard in shards:
-            with store.open_reader_if_free(shard) as free:
-                if free is None:  # counts are the live store's: say why this waits instead of going quiet
-                    echo(f"{shard.db_path} is held by another process (the nightly run?); waiting up to "
-                         f"{shard.lock_timeout_s:g} s for exact counts (searches do not wait)", err=True)
-            with store.open_store(shard, read_only=True) as con:
-                rows += store.rows(con, "queries/store/stats", user_id=user)
-                contra += store.rows(con, "queries/store/stats_contradictions", user_id=user)
-        if len(shards) > 1:
-            rows.sort(key=lambda r: tuple(str(v) for v in r[:3]))
-            contra.sort()
-        hint = unknown_tenant_hint(s, user) if user else None
+        found = counts(s, user, wait=wait, on_wait=waiting)
+        rows, contra = found.rows, found.contradictions
+        # the hint reads the live store: while it is held, an empty answer says so without it
+        hint = unknown_tenant_hint(s, user) if user and found.source == "store" else None
     except EngramError as exc:
         fail(exc)
+    if found.source == "snapshot":
+        private = "" if found.includes_private else ", private rows not included"
+        echo(f"the store is held by another process (the nightly run?): counts from the read snapshot of "
+             f"{found.snapshot_at:%Y-%m-%d %H:%M:%S} UTC{private}; {found.inbox_since} episode(s) written since "
+             "wait in the inbox (--wait for the live counts)", err=True)
     if as_json:
         emit([dict(zip(("table", "user_id", "status", "n"), r, strict=True)) for r in rows], True)
         return

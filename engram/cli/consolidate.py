@@ -14,7 +14,8 @@ from engram.store.tenant import normalise_user_option
 SAMPLE_DATA = Path(resources.files("engram.data") / "sample_episodes.jsonl")  # shipped in the wheel
 from engram.text.terminal import echo
 
-DEMO_QUERIES = ("what does the user eat?", "when is the team standup?", "what does the user drink in the morning?")
+DEMO_QUERIES = ("what does the user eat?", "when is the team standup?", "what does the user drink in the morning?",
+                "does the user like spicy food?")
 
 
 def run_nightly(user: str | None, as_of: datetime | None, dry_run: bool, stages: list[str] | None) -> dict[str, Any]:

@@ -93,6 +93,7 @@ def confidence(ctx: StageContext, embedder: Embedder) -> StagePlan:
         contra_changes, reviews = _contradictions(ctx, night.conflicting(), conf, valid_from)
         contra_changes += _frame_supersessions(ctx, created, {c.fact_id for c in contra_changes})
         contra_changes += _count_supersessions(ctx, facts, fvecs, created, {c.fact_id for c in contra_changes})
+        contra_changes += _restatement_supersessions(ctx, facts, night.pairs, contra_changes)
         conflicts = night.conflicting()
         never_changes, never_reviews = never_links(ctx, facts, fvecs, created, {
             frozenset(p) for p in zip(conflicts["fact_a"].to_list(), conflicts["fact_b"].to_list(), strict=True)})
@@ -234,6 +235,41 @@ def _said_times(con: db.Connection, user_id: str, ids: list[str]) -> dict[str, d
     """{fact id: when it was said (asserted_at)} of the given facts."""
     with db.registered(con, "wanted_facts", pa.table({"id": pa.array(sorted(set(ids)), pa.string())})):
         return dict(db.rows(con, "queries/consolidate/fact_said_times", user_id=user_id))
+
+
+def _restatement_supersessions(ctx: StageContext, facts: pl.DataFrame, similar: pl.DataFrame,
+                               decided: list[fact_ops.FactChange]) -> list[fact_ops.FactChange]:
+    """The end of a habit supersedes its restatements: a fact above merge_threshold to a fact a cessation
+    superseded this run, stated before the newer one, that states what ended and agrees with the
+    superseded one (pair_rules.restates) is superseded by the same newer fact. (Another value is updated
+    through its frame, which takes every older statement of it: engram.consolidate.updates.)"""
+    by = {c.fact_id: (c.valid_to, c.related_fact_id) for c in decided if c.action == "superseded" and c.related_fact_id}
+    touched = {c.fact_id for c in decided}
+    near = similar.filter((pl.col("similarity") > ctx.settings.merge_threshold) & pl.col("conflict").is_null()
+                          & (pl.col("fact_a").is_in(list(by)) ^ pl.col("fact_b").is_in(list(by))))
+    todo = [(a, b, c) if a in by else (b, a, c)
+            for a, b, c in near.select("fact_a", "fact_b", "similarity").iter_rows()]
+    todo = [(old, other, c) for old, other, c in todo if other not in touched and other != by[old][1]]
+    if not todo:
+        return []
+    ids = {x for old, other, _ in todo for x in (old, other, by[old][1])}
+    valid_from = dict(facts.filter(pl.col("id").is_in(list(ids))).select("id", "valid_from").iter_rows())
+    with ctx.open() as con:
+        texts = fact_texts(con, ctx.user_id, list(ids))
+    out: dict[str, tuple[datetime, str, str, float]] = {}  # other -> (valid_to, newer, old, cos)
+    for old, other, c in sorted(todo):
+        until, newer = by[old]
+        stated = valid_from.get(other)
+        if stated is None or until is None or stated >= until or not pair_rules.restates(
+                texts[other], texts[old], texts[newer]):
+            continue
+        if other not in out or until < out[other][0]:
+            out[other] = (until, newer, old, c)
+    return [
+        fact_ops.FactChange(fid, "superseded", f"update: restates {old}, which a later fact replaced (cos {c:.3f})",
+                            status="superseded", valid_to=until, related_fact_id=newer)
+        for fid, (until, newer, old, c) in sorted(out.items())
+    ]
 
 
 def _contradictions(

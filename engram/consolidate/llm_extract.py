@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from engram.consolidate.review_prompts import PREAMBLE
 from engram.llm.base import LLM, LLMBadReply, LLMError, Usage, estimate_tokens
 from engram.llm.prompt_quote import data_block
+from engram.text.directives import addresses_assistant_setup
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +201,8 @@ def validate_reply(request: ExtractionRequest, reply: ExtractionReply, result: E
                 result.dropped.append((cluster_id, f"claim_type: {fact.claim_type!r} is not allowed"))
             elif text.lower() in seen:
                 result.dropped.append((cluster_id, "text: duplicate of another fact of this cluster"))
+            elif addresses_assistant_setup(text):
+                result.dropped.append((cluster_id, "text: addressed to the assistant's own instructions or memory"))
             else:
                 seen.add(text.lower())
                 category = "_".join(fact.category.lower().split())[:40] or "general"

@@ -357,12 +357,43 @@ def _ends(text: str) -> bool:
 
 def cessation(a: str, b: str) -> bool:
     """Whether one of the two says that what the other states has ended ("I drink coffee every morning"
-    / "I stopped drinking coffee"): they share the habit's content words and only one has the marker."""
+    / "I stopped drinking coffee"): they share the habit's content words, only one has the marker, and
+    the other states what ended, not what goes on ("I stopped drinking coffee; I drink green tea now" does
+    not end "Green tea is all I drink": the words they share are the ones that go on)."""
     if _ends(a) == _ends(b):
         return False
     pair = view(a, b)
     shared = {suffix_stem(w) for w in pair.content_a} & {suffix_stem(w) for w in pair.content_b}
-    return len(shared) >= CESSATION_MIN_SHARED
+    ending = a if _ends(a) else b
+    return len(shared) >= CESSATION_MIN_SHARED and bool(shared & ended_words(ending))
+
+
+# Markers after which the ended thing is named ("stopped drinking coffee", "instead of coffee"); the
+# others follow it ("I don't drink coffee anymore").
+_ENDS_BEFORE = {"anymore", "not anymore", "not any more"}
+# Where what ended stops: a clause break (punctuation, a conjunction)
+_ENDED_CLAUSE = re.compile(r"[,;:.!?()\"]|\b(?:and|but|so|while|because|since|now|these days)\b", re.I)
+
+
+@lru_cache(maxsize=1 << 16)
+def ended_words(text: str) -> frozenset[str]:
+    """The stemmed content words of what a statement says has ended and does not say goes on: the words
+    its cessation marker points at, in that clause, less the words of the rest of the statement
+    ("I stopped drinking coffee; I only drink green tea now" -> {coffee}). Empty without a marker."""
+    t = _SPEAKER.sub("", text, count=1)
+    m = _CESSATION.search(t)
+    if m is None:
+        return frozenset()
+    marker = m.group().lower()
+    if marker in _ENDS_BEFORE:
+        start = max((b.end() for b in _ENDED_CLAUSE.finditer(t, 0, m.start())), default=0)
+        span, rest = t[start:m.start()], t[:start] + " " + t[m.end():]
+    else:
+        stop = _ENDED_CLAUSE.search(t, m.end())
+        end = stop.start() if stop else len(t)
+        span, rest = t[m.end():end], t[:m.start()] + " " + t[end:]
+    stems = {suffix_stem(w) for w in words(span) if content_word(w)}
+    return frozenset(stems - {suffix_stem(w) for w in words(rest) if content_word(w)})
 
 
 def contradiction(a: str, b: str, cosine: float, min_cosine: float) -> str | None:
@@ -411,3 +442,37 @@ def codes_may_contradict(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise: False where contradiction() cannot name a reason (no valence conflict is possible,
     and neither or both of the statements say that something ended)."""
     return codes_may_conflict(a, b) | (((a ^ b) & _ENDED) != 0)
+
+
+def _stems_and_values(text: str) -> frozenset[str]:
+    """A statement's stemmed content words (names included) and its numbers."""
+    t, cand, nums = _statement(text)
+    return frozenset(s for _, s in cand) | nums
+
+
+def replaced_words(old: str, new: str) -> frozenset[str]:
+    """What `new` says has ended of `old`: the ended thing's words that `old` states, when `new` ends it
+    (a cessation). Empty otherwise: another value of a statement is updated through its frame
+    (engram.consolidate.updates), which takes every older statement of the frame, restatements included."""
+    if cessation(old, new) and _ends(new):
+        return _stems_and_values(old) & ended_words(new)
+    return frozenset()
+
+
+def _names_another(a: str, b: str) -> bool:
+    """Whether `a` names whom it is about and `b` does not mention them ("Caroline takes the bus" / "I take
+    the bus"); a leading word `b` uses is no other subject ("Black coffee ..." / "... coffee black ...")."""
+    who = subject(a)
+    return who is not None and not set(who.split()) <= set(word_tuple(b.lower()))
+
+
+def restates(other: str, old: str, new: str) -> bool:
+    """Whether `other` states what `new` ended of `old` and agrees with `old`: the end of a habit ends its
+    restatements ("I drink my coffee black every morning", superseded by "I stopped drinking
+    coffee", takes "Black coffee every morning, that's my routine" with it). No valence conflict with
+    `old`, no subject the other does not mention, no cessation marker of its own, and every replaced word
+    of `old` in it."""
+    replaced = replaced_words(old, new)
+    if not replaced or _ends(other) or _names_another(other, old) or _names_another(old, other):
+        return False
+    return replaced <= _stems_and_values(other) and valence_conflict(other, old) is None

@@ -11,18 +11,25 @@ K1, B = 1.2, 0.75
 # Each posting's document length, beside bm25_docs: BM25 reads it in order instead of gathering each
 # document's norm.
 POSTING_LENGTHS = "bm25_doc_lengths"
-POSTING_ARRAYS = ("bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", POSTING_LENGTHS)
+# Where each row's documents start (CSR offsets, rows + 1): a long row is several documents, its passages
+# (engram.index.passages), and scores as the best of them.
+ROW_FIRST = "bm25_row_first"
+POSTING_ARRAYS = ("bm25_terms", "bm25_offsets", "bm25_docs", "bm25_tfs", "bm25_lengths", POSTING_LENGTHS, ROW_FIRST)
 
 
-def postings(docs: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-    """CSR postings of token lists: sorted terms, offsets into (docs, tfs, the docs' lengths), and each
-    doc's length."""
+def postings(docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """CSR postings of token lists: sorted terms, offsets into (docs, tfs, the docs' lengths), each
+    doc's length, and where each row's docs start (`row_first`; default: one doc per row)."""
     lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
+    if row_first is None:
+        row_first = np.arange(len(docs) + 1, dtype=np.int64)
+    if int(row_first[-1]) != len(docs) or (np.diff(row_first) < 1).any():
+        raise ValueError("row_first: every row needs at least one document, and they must add up to the docs")
     flat = [t for d in docs for t in d]
     if not flat:
         return {"bm25_terms": np.zeros(0, dtype="U1"), "bm25_offsets": np.zeros(1, np.int64),
                 "bm25_docs": np.zeros(0, np.int32), "bm25_tfs": np.zeros(0, np.float32), "bm25_lengths": lengths,
-                POSTING_LENGTHS: np.zeros(0, np.float32)}
+                POSTING_LENGTHS: np.zeros(0, np.float32), ROW_FIRST: np.asarray(row_first, np.int64)}
     doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths.astype(np.int64))
     terms, term_id = np.unique(np.array(flat), return_inverse=True)
     pair, tf = np.unique(term_id.astype(np.int64) * len(docs) + doc_of, return_counts=True)
@@ -30,7 +37,8 @@ def postings(docs: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
     offsets = np.zeros(len(terms) + 1, np.int64)
     np.cumsum(np.bincount(tid, minlength=len(terms)), out=offsets[1:])
     return {"bm25_terms": terms, "bm25_offsets": offsets, "bm25_docs": doc.astype(np.int32),
-            "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths, POSTING_LENGTHS: lengths[doc]}
+            "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths, POSTING_LENGTHS: lengths[doc],
+            ROW_FIRST: np.asarray(row_first, np.int64)}
 
 
 class Postings:
@@ -43,7 +51,9 @@ class Postings:
         self.tfs = arrays["bm25_tfs"]
         self.lengths = arrays["bm25_lengths"]
         self.doc_lengths = arrays[POSTING_LENGTHS]
-        self.n = len(self.lengths)
+        self.row_first = arrays[ROW_FIRST]
+        self.n = len(self.lengths)  # documents
+        self.n_rows = len(self.row_first) - 1
         self.total_length = float(np.sum(self.lengths, dtype=np.float64))
 
     def hit(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,11 +105,41 @@ def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead:
     return flat
 
 
-class BM25:
-    """BM25 over a fixed list of token lists in memory (the exact index); score(query) rates every document."""
+def bm25_row_scores(parts: list[Postings], query_tokens: Sequence[str], dead_rows: list[np.ndarray | None],
+                    n_live: int | None = None) -> np.ndarray:
+    """BM25 of every row of the parts, one array (rows one part after another): each row's best document;
+    dead rows score 0, and their documents are left out of the count (`n_live`: the live documents, when
+    the caller keeps it)."""
+    dead = [None if d is None else docs_of_rows(d, p.row_first) for p, d in zip(parts, dead_rows, strict=True)]
+    flat = bm25_corpus_scores(parts, query_tokens, dead, n_live)
+    ends = np.cumsum([p.n for p in parts])
+    rows = [row_max(flat[end - p.n:end], p.row_first) for p, end in zip(parts, ends, strict=True)]
+    return np.concatenate(rows) if rows else np.zeros(0, np.float32)
 
-    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
-        self.postings = Postings(postings(docs))
+
+def row_max(doc_scores: np.ndarray, row_first: np.ndarray) -> np.ndarray:
+    """Each row's best document score (every row has at least one document)."""
+    n_rows = len(row_first) - 1
+    if len(doc_scores) == n_rows:  # one document per row
+        return doc_scores
+    if n_rows == 0:
+        return np.zeros(0, np.float32)
+    return np.maximum.reduceat(doc_scores, np.asarray(row_first[:-1])).astype(np.float32, copy=False)
+
+
+def docs_of_rows(rows_mask: np.ndarray, row_first: np.ndarray) -> np.ndarray:
+    """A mask of rows as a mask of their documents."""
+    if len(rows_mask) == int(row_first[-1]):  # one document per row
+        return rows_mask
+    return np.repeat(rows_mask, np.diff(np.asarray(row_first)))
+
+
+class BM25:
+    """BM25 over a fixed list of token lists in memory (the exact index); score(query) rates every row,
+    by its best document when `row_first` groups several documents per row."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None) -> None:
+        self.postings = Postings(postings(docs, row_first))
         self.n = self.postings.n
 
     def idf(self, term: str) -> float:
@@ -108,5 +148,5 @@ class BM25:
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
     def score(self, query_tokens: Sequence[str]) -> np.ndarray:
-        """BM25 score of every document for the query (0 where no term matches)."""
-        return bm25_corpus_scores([self.postings], query_tokens, [None])
+        """BM25 score of every row for the query (0 where no term matches)."""
+        return row_max(bm25_corpus_scores([self.postings], query_tokens, [None]), self.postings.row_first)

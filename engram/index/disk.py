@@ -30,7 +30,7 @@ from engram.store.durable import fsync_dir
 
 # A reader uses a generation of exactly this format. One of another format (written by an older engram)
 # is unusable: the search falls back to the exact in-memory index and the next publish writes this one.
-FORMAT = 6
+FORMAT = 7  # 7: lexical postings per passage of a long row (bm25_row_first)
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 COLUMNS_FILE = "columns.arrow"  # every row's search columns (candidates.COLUMNS), in row order, Arrow IPC

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from engram.index.ann_graph import GRAPH_FILE, ROWS_FILE
-from engram.index.bm25 import POSTING_LENGTHS, Postings
+from engram.index.bm25 import POSTING_LENGTHS, ROW_FIRST, Postings
 from engram.index.disk import (
     ARRAYS,
     COLUMNS_FILE,
@@ -61,7 +61,8 @@ class Generation:
             raise IndexUnusable(f"{table} index: unreadable arrays ({type(exc).__name__})") from None
         n = len(self.arrays["rowids"])
         shapes = {"vectors": (manifest["vectors"], dim), HALF_VECTORS: (manifest["vectors"], dim),
-                  SORTED_MOMENTS: (n,), MOMENT_ORDER: (n,), POSTING_LENGTHS: self.arrays["bm25_docs"].shape}
+                  SORTED_MOMENTS: (n,), MOMENT_ORDER: (n,), POSTING_LENGTHS: self.arrays["bm25_docs"].shape,
+                  ROW_FIRST: (n + 1,)}
         if manifest["rows"] != n or any(self.arrays[k].shape != shape for k, shape in shapes.items()
                                         if k in self.arrays):
             raise IndexUnusable(f"{table} index: torn (array shapes disagree with the manifest)")

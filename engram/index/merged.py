@@ -9,14 +9,15 @@ and a search filters its candidates without reading the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from engram.index.ann_graph import vector_rows
-from engram.index.bm25 import Postings, bm25_corpus_scores, postings
+from engram.index.bm25 import Postings, bm25_row_scores, docs_of_rows, postings
+from engram.index.passages import cached_tokens, passage_docs
 from engram.index.generation import Generation
 from engram.index.vector_index import (
     NO_CONTEXT,
@@ -31,11 +32,6 @@ from engram.text.tokens import tokenize
 
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
 
-
-@lru_cache(maxsize=65_536)
-def cached_tokens(text: str) -> tuple[str, ...]:
-    """tokenize(text), kept: a delta is rebuilt on every write, and its older rows were tokenized before."""
-    return tuple(tokenize(text))
 
 
 class _Ids:
@@ -106,8 +102,8 @@ class PersistedTableIndex(TableIndex):
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
         self.delta_columns = delta_columns
+        self._delta_postings = Postings(postings(*passage_docs(text_list(delta.texts), cached_tokens)))
         self._count_dead()
-        self._delta_postings = Postings(postings([cached_tokens(t) for t in text_list(delta.texts)]))
 
     @property
     def dim(self) -> int:
@@ -122,6 +118,9 @@ class PersistedTableIndex(TableIndex):
 
     def _count_dead(self) -> None:
         self.n_dead, self.n_dead_vec = int(self.dead.sum()), int(self.dead_vec.sum())
+        # the live lexical documents (a long row is one per passage): BM25's document count
+        dead_docs = int(docs_of_rows(self.dead, self.gen.postings.row_first).sum()) if self.n_dead else 0
+        self.live_docs = self.gen.postings.n - dead_docs + self._delta_postings.n
 
     def live_rows(self) -> int:
         """Rows this index can return: the generation's live ones and the delta."""
@@ -253,8 +252,8 @@ class PersistedTableIndex(TableIndex):
         return np.sort(top[~self.dead_vec[top]])
 
     def lexical_scores(self, query: str, context: Context = NO_CONTEXT) -> np.ndarray:
-        scores = bm25_corpus_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
-                                    self.live_rows())
+        scores = bm25_row_scores([self.gen.postings, self._delta_postings], tokenize(query), [self.dead, None],
+                                 self.live_docs)
         if any(context) and scores.size:
             scores = scores + context[0] * gather(scores, self.prev) + context[1] * gather(scores, self.next)
         return scores

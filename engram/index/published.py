@@ -12,6 +12,7 @@ held, not folded since) join the store's rows (`pending_rows`).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from engram.index.disk import IndexNotPublished, IndexUnusable, current, index_d
 from engram.index.generation import Generation
 from engram.index.merged import PersistedTableIndex
 from engram.index.vector_index import (
+    FILLED,
     PendingFill,
     TableIndex,
     index_of_rows,
@@ -46,29 +48,95 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
     one beside its segment; otherwise its text is pending (embedded on the fly by a search's fill).
     """
     segs, others = inbox.listing(settings, user_id)
-    parts, signature = [], []
-    for seg in segs:
-        if pending_only and seg.folded:
-            continue
-        has_vectors = seg.vectors_path(model, dim).name in others
-        part = _segment_rows(seg, model, dim, has_vectors)
-        if part is not None and part.num_rows:
-            signature.append((seg.stem, has_vectors))  # folding changes no row: no rebuild
-            parts.append(part)
-    if not parts:
+    suffix = inbox.vectors_suffix(model, dim)
+    keys = tuple((seg.stem, seg.stem + suffix in others) for seg in segs if not (pending_only and seg.folded))
+    rows = _APPENDED.rows(settings, user_id, model, dim, pending_only, keys,
+                          {seg.stem: seg for seg in segs})
+    if rows is None:
         return _empty(dim), ()
-    rows = pa.concat_tables(parts).combine_chunks()
-    ids = rows["id"].to_pylist()
     gone, names = inbox.withdrawn(settings, user_id) if any(n.endswith(inbox.WITHDRAWN) for n in others) \
         else (set(), ())
+    memo_key = (resolved(settings.db_path), user_id, model, dim, pending_only)
+    memo = _FINISHED.get(memo_key)
+    if memo is not None and memo[0] is rows and memo[1] == names:  # nothing written or withdrawn since
+        return memo[2]
+    signature: list[Any] = list(rows.keys)
+    table = rows.table
+    ids = table["id"].to_pylist()
     signature.append(names)
     seen: set[str] = set(gone)
     keep = [not (i in seen or seen.add(i)) for i in ids]  # type: ignore[func-returns-value]
     if not all(keep):
-        rows = rows.filter(pa.array(keep))
+        table = table.filter(pa.array(keep))
     # negative (no store rowid), rising with the write order: a fill embeds the newest pending rows first
-    rows = rows.append_column("row_id", pa.array(np.arange(rows.num_rows) - rows.num_rows - 1, pa.int64()))
-    return rows.select(list(DELTA_COLUMNS)), tuple(signature)
+    table = table.append_column("row_id", pa.array(np.arange(table.num_rows) - table.num_rows - 1, pa.int64()))
+    result = table.select(list(DELTA_COLUMNS)), tuple(signature)
+    _FINISHED[memo_key] = (rows, names, result)
+    return result
+
+
+# per tenant: the last inbox_rows answer, with the converted rows and withdrawals it was made from
+_FINISHED: dict[tuple, tuple[Any, tuple, tuple[pa.Table, tuple]]] = {}
+
+
+def fill_ahead(settings: Any, user_id: str, model: str, dim: int, limit: int) -> list[str]:
+    """The texts a search's fill would embed now: the newest `limit` inbox rows of the tenant without a
+    vector, less those this process embedded already. A search embeds them with its query, in one run."""
+    if limit <= 0:
+        return []
+    rows, _ = inbox_rows(settings, user_id, model, dim)
+    if not rows.num_rows:
+        return []
+    texts = [t for t in rows["pending_text"].to_pylist()[::-1] if t is not None][:limit]
+    return [t for t, v in zip(texts, FILLED.get(model, texts), strict=True) if v is None]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Converted rows of a run of segments: `keys` the (stem, has vectors) of the segments that gave rows."""
+
+    listed: tuple   # (stem, has vectors) of every segment read, rows or not
+    keys: tuple
+    table: pa.Table
+
+
+class _AppendedRows:
+    """Per tenant, the inbox rows of the last listing: a new listing that extends it (segments are only
+    appended, in write order) converts only its new segments, so a search after a write costs one
+    segment, not the day's."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple, _Rows] = {}
+        self._lock = threading.Lock()
+
+    def rows(self, settings: Any, user_id: str, model: str, dim: int, pending_only: bool, listed: tuple,
+             by_stem: dict[str, inbox.Segment]) -> _Rows | None:
+        """The rows of the listed segments (None when none has a searchable row)."""
+        key = (resolved(settings.db_path), user_id, model, dim, pending_only)
+        with self._lock:
+            held = self._held.get(key)
+        start, parts, keys = 0, [], []
+        if held is not None and listed[: len(held.listed)] == held.listed:
+            if len(listed) == len(held.listed):
+                return held if held.keys else None
+            start, parts, keys = len(held.listed), [held.table], list(held.keys)
+        for stem, has_vectors in listed[start:]:
+            part = _segment_rows(by_stem[stem], model, dim, has_vectors)
+            if part is not None and part.num_rows:
+                keys.append((stem, has_vectors))  # folding changes no row: no rebuild
+                parts.append(part)
+        out = _Rows(listed, tuple(keys), pa.concat_tables(parts).combine_chunks() if parts else _empty(dim).drop(["row_id"]))
+        with self._lock:
+            self._held[key] = out
+        return out if keys else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+        _FINISHED.clear()
+
+
+_APPENDED = _AppendedRows()
 
 
 _CONVERTED: dict[tuple, pa.Table] = {}
@@ -259,6 +327,7 @@ class PublishedCache:
         with self._lock:
             self._indexes.clear()
             self._gens.clear()
+        _APPENDED.clear()
 
 
 def _delta(index: TableIndex) -> TableIndex:

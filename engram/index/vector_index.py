@@ -20,6 +20,8 @@ import pyarrow as pa
 
 from engram.arrays import unique_sorted
 from engram.index.bm25 import BM25
+from engram.index.passages import cached_tokens, passage_docs
+from engram.settings import AGENT_ROLES
 from engram.store import db
 from engram.text.tokens import tokenize
 
@@ -115,10 +117,10 @@ class TableIndex:
 
     @property
     def bm25(self) -> BM25:
-        """BM25 over every row's text, built on first lexical use."""
+        """BM25 over every row's text (a long one by its passages), built on first lexical use."""
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25([tokenize(t) for t in text_list(self.texts)])
+                self._bm25 = BM25(*passage_docs(text_list(self.texts), cached_tokens))
             return self._bm25
 
     def similarities(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -211,16 +213,22 @@ def gather(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def _neighbours(sessions: list[str | None], texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+def _neighbours(sessions: list[str | None], texts: list[str | None], roles: list[str | None] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's session neighbours: the row before it when that row asks a question (this row is its
-    answer and borrows its words), and the row after it."""
+    answer and borrows its words), and the row after it.
+
+    An agent's reply (role in AGENT_ROLES) borrows nothing from the request before it: in an agent
+    transcript nearly every reply follows a question, and a reply lifted to its request's rank filled
+    the top of a search with the agent's markdown instead of what the user said (BEAM, bench/quality/BEAM.md).
+    """
     n = len(sessions)
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     for i in range(1, n):
         if sessions[i] is not None and sessions[i] == sessions[i - 1]:
             nxt[i - 1] = i
-            if "?" in (texts[i - 1] or ""):
+            if "?" in (texts[i - 1] or "") and not (roles and (roles[i] or "").lower() in AGENT_ROLES):
                 prev[i] = i - 1
     return prev, nxt
 
@@ -313,7 +321,8 @@ def index_of_rows(arrow: pa.Table, table: str, dim: int, signature: tuple, key: 
     vec_row = np.full(len(ids), -1, dtype=np.int64)
     vec_row[vec_pos] = np.arange(len(vec_pos))
     texts = arrow.column("text").combine_chunks()
-    prev, nxt = _neighbours(sessions, text_list(texts))
+    roles = arrow.column("role").to_pylist() if "role" in arrow.column_names else None
+    prev, nxt = _neighbours(sessions, text_list(texts), roles)
     return TableIndex(
         table=table, signature=signature, key=key, rowids=rowids, ids=ids, texts=texts,
         matrix=matrix, vec_row=vec_row, vec_pos=vec_pos, prev=prev, next=nxt,
@@ -341,15 +350,24 @@ def _embedded(fill: PendingFill, texts: list[str], dim: int) -> np.ndarray | Non
         except Exception as exc:  # noqa: BLE001 - the query's own embedding already worked; see the docstring
             log.warning("pending rows not embedded on the fly (%s); found by their words only", type(exc).__name__)
             return None
-        if vectors.shape != (len(todo), dim) or not np.isfinite(vectors).all():
-            log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+        if not remember_filled(fill.model, todo, vectors, dim):
             return None
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        FILLED.put(fill.model, todo, vectors / np.where(norms > 0, norms, 1.0))
         known = FILLED.get(fill.model, texts)
     if any(v is None for v in known):  # evicted meanwhile by another thread's fill: word-only this time
         return None
     return np.ascontiguousarray(np.stack(known).astype(np.float32, copy=False))
+
+
+def remember_filled(model: str, texts: list[str], vectors: np.ndarray, dim: int) -> bool:
+    """Keep vectors embedded on the fly for pending texts (L2-normalised, as stored ones are); False, and
+    nothing kept, when they are unusable (wrong shape, not finite)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.shape != (len(texts), dim) or not np.isfinite(vectors).all():
+        log.warning("pending rows not embedded on the fly: the embedder returned shape %s", vectors.shape)
+        return False
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    FILLED.put(model, texts, vectors / np.where(norms > 0, norms, 1.0))
+    return True
 
 
 def wants_fill(index: TableIndex, fill: PendingFill | None) -> bool:

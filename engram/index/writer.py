@@ -23,6 +23,7 @@ from engram import clock
 from engram.errors import StoreError
 from engram.index.ann_graph import GraphParams, write_graph
 from engram.index.bm25 import postings
+from engram.index.passages import passage_docs
 from engram.index.disk import (
     COLUMNS_FILE,
     CURRENT,
@@ -86,7 +87,7 @@ def _arrays(index: TableIndex, columns: pa.Table, table: str) -> dict[str, np.nd
     pending = np.flatnonzero(index.vec_row < 0)
     arrays["pending"] = arrays["ids"][pending] if len(pending) else np.zeros(0, "U1")
     texts = text_list(index.texts)
-    arrays |= postings([tokenize(t) for t in texts])
+    arrays |= postings(*passage_docs(texts, tokenize))  # a long text: one document per passage
     encoded = [t.encode("utf-8") for t in texts]
     arrays["text_offsets"] = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(b) for b in encoded], out=arrays["text_offsets"][1:])

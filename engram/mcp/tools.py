@@ -351,13 +351,14 @@ def _why(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
 
 def _stats(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
 
-    with db.open_store(ctx.settings) as con:
-        rows = db.rows(con, "queries/store/stats", user_id=ctx.user_id)
-    counts = [{"table": t, "status": st, "n": int(n)} for t, _u, st, n in rows]
+    from engram.store.stats import counts as tenant_counts
+
+    found = tenant_counts(ctx.settings, ctx.user_id)  # the read snapshot while the night holds the store
+    counts = [{"table": t, "status": st, "n": int(n)} for t, _u, st, n in found.rows]
     totals: dict[str, int] = {}
     for c in counts:
         totals[c["table"]] = totals.get(c["table"], 0) + c["n"]
-    return {"user_id": ctx.user_id, "totals": totals, "counts": counts}
+    return {"user_id": ctx.user_id, "totals": totals, "counts": counts, **found.as_dict()}
 
 
 # ---- detailed_help

@@ -139,8 +139,8 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[
 
 def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
     """Whether a fact or episode row may be returned: status, validity at the time asked about, privacy,
-    tags, kinds, and (facts) a decayed confidence above f.min_confidence (passive: its standing at least
-    f.min_confidence)."""
+    tags, kinds, and (facts) a decayed confidence above f.min_confidence, which an instruction or preference
+    need not have in active search (passive: its standing at least f.min_confidence)."""
     if not f.include_private and (row["is_private"] or row["visibility"] == "private"):
         return False
     tags = row["tags"] or ()
@@ -156,7 +156,10 @@ def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:
     return (row["status"] in (("active",) if f.as_of is None else ("active", "superseded"))
             and (row["valid_from"] or row["asserted_at"]) <= at
             and (row["valid_to"] is None or row["valid_to"] > at)
-            and (row["standing"] >= f.min_confidence if f.passive else row["confidence"] > f.min_confidence))
+            and (row["standing"] >= f.min_confidence if f.passive else row["confidence"] > f.min_confidence
+                 # an instruction or preference is current until revoked (never deprecated): only its
+                 # halving by a contradiction lowers it, and a disputed one stays visible to active search
+                 or row["claim_type"] in LASTING_CLAIMS))
 
 
 def retrying(fn: Any, *args: Any, **kwargs: Any) -> Any:

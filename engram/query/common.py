@@ -50,10 +50,20 @@ def require_tags(value: Any, field: str) -> list[str]:
     return [t.strip() for t in value if t.strip()]
 
 
+def embedder_of(settings: Settings, embedder: Any = None) -> Any:
+    """The given embedder, else the configured one; any failure is embedder_unavailable."""
+    try:
+        return embedder or embedders.from_settings(settings)
+    except EngramError:
+        raise
+    except Exception as exc:  # a model or network failure means "not available now"
+        raise EmbedderUnavailable(f"query embedding failed: {type(exc).__name__}") from exc
+
+
 def embed_query(settings: Settings, texts: list[str], embedder: Any = None) -> tuple[np.ndarray, Any]:
     """Embed query texts with the active embedder; any failure is embedder_unavailable."""
+    embedder = embedder_of(settings, embedder)
     try:
-        embedder = embedder or embedders.from_settings(settings)
         vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     except EngramError:
         raise

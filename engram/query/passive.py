@@ -110,8 +110,10 @@ def prefetched(user_id: str, settings: Settings | None = None) -> Prefetched | N
 
 
 def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:
-    """Prefetched hits as quotable memories: provenance (id, type, date) and text."""
-    return [memory_record(h.id, h.table.removesuffix("s"), h.created_at, h.text) for h in hits]
+    """Prefetched hits as quotable memories: provenance (id, type, date) and text; a fact in dispute says
+    so (contested: true), so the agent does not take one side of a contradiction as settled."""
+    return [memory_record(h.id, h.table.removesuffix("s"), h.created_at, h.text,
+                          **({"contested": True} if h.contested else {})) for h in hits]
 
 
 Memories = Prefetched | Sequence[Hit] | Sequence[dict[str, Any]] | None

@@ -12,6 +12,7 @@ import numpy as np
 
 from engram import clock
 from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.index.blas import single_threaded
 from engram.index.published import PUBLISHED
 from engram.index.vector_index import CACHE, PendingFill
 from engram.query import candidates
@@ -22,7 +23,7 @@ from engram.query.common import (
     require_text,
     require_unit,
 )
-from engram.query.snippets import cut_at_sentence, trust_tier
+from engram.query.snippets import cut_at_sentence, matching_passage, trust_tier
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
@@ -88,7 +89,7 @@ def retrieve(
                 pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
         else:
             pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)
-        return _assemble(pools, top_k, floor, mix, settings, embedder, started)
+        return _assemble(pools, top_k, floor, mix, settings, embedder, started, query)
     except EngramError:
         raise
     except Exception as exc:
@@ -103,8 +104,9 @@ def _fetch_sources(
     """Separate candidate fetches per source table (no UNION), each capped."""
     cap = min(3 * top_k, settings.max_candidates_per_source)
     pools: dict[str, list[Candidate]] = {}
-    for table in ("facts", "kg_entities", "episodes"):
-        pools[table] = candidates.retrying(_source_pool, con, settings, embedder, qvec, table, cap, f)
+    with single_threaded():
+        for table in ("facts", "kg_entities", "episodes"):
+            pools[table] = candidates.retrying(_source_pool, con, settings, embedder, qvec, table, cap, f)
     return pools
 
 
@@ -159,7 +161,7 @@ def allocate(kg: list[Candidate], thoughts: list[Candidate], top_k: int, mix: fl
 
 def _assemble(
     pools: dict[str, list[Candidate]], top_k: int, floor: float | None, mix: float, settings: Settings,
-    embedder: Any, started: float,
+    embedder: Any, started: float, query: str,
 ) -> dict[str, Any]:
     everything = [c for pool in pools.values() for c in pool]
     floor_used = _adaptive_floor([c.score for c in everything], top_k, floor, settings)
@@ -180,7 +182,7 @@ def _assemble(
     if not chosen:
         reason = "no_candidates" if not everything else "below_floor"
     return {
-        "snippets": [_snippet(c) for c in chosen],
+        "snippets": [_snippet(c, query) for c in chosen],
         "diagnostics": {
             "provider": embedder.provider, "model": embedder.model, "dim": embedder.dim,
             "k_req": top_k, "k_ret": len(chosen), "kg_candidates": kg_n,
@@ -191,9 +193,13 @@ def _assemble(
     }
 
 
-def _snippet(c: Candidate) -> dict[str, Any]:
+def _snippet(c: Candidate, query: str) -> dict[str, Any]:
+    """A candidate as a snippet: its text cut at a sentence (a long episode: the passage that matched)."""
     row = c.row
-    text, start, end = cut_at_sentence(row["text"])
+    span = matching_passage(row["text"], query) if c.table == "episodes" else None
+    first = span[0] if span else 0
+    text, start, end = cut_at_sentence(row["text"][first:span[1]] if span else row["text"])
+    start, end = start + first, end + first
     origin = row.get("origin") if c.table == "episodes" else ("consolidated" if c.table == "facts" else "kg")
     created = row.get("created_at")
     return {

@@ -16,31 +16,37 @@ import numpy as np
 from engram import clock
 from engram.arrays import unique_sorted
 from engram.embed.models import identity_before_load
-from engram.errors import InvalidInput
+from engram.errors import EmbedderUnavailable, InvalidInput
+from engram.index.blas import single_threaded
 from engram.index.cache import table_index
-from engram.index.published import PUBLISHED
+from engram.index.published import PUBLISHED, fill_ahead
 from engram.index.vector_index import (
     NO_CONTEXT,
     Context,
     PendingFill,
     TableIndex,
+    remember_filled,
     unit_signatures,
 )
-from engram.query import candidates
+from engram.query import candidates, matches
 from engram.query.common import (
     embed_query,
+    embedder_of,
     recency,
     require_int,
     require_tags,
     require_text,
 )
+from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
+from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
 from engram.text.normalize import content_hash
+from engram.text.tokens import tokenize
 from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
 
@@ -63,6 +69,11 @@ RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
 CONTEXT: Context = (0.75, 0.25)
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
+# ... and two episodes must also share this much of their words (Jaccard of their search tokens): a fact is
+# one sentence, so 0.8 cosine is a restatement, but an episode's vector reads a whole message (up to 256
+# tokens) and two replies of one conversation on one topic reach 0.8-0.9 without restating each other
+# (folded, they hid distinct turns on BEAM transcripts: bench/quality/BEAM.md)
+RESTATE_OVERLAP = 0.5
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 STALE_STATUSES = {"superseded", "retracted"}
 STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
@@ -105,6 +116,7 @@ class Hit:
     session_id: str | None = None
     kind: str | None = None
     claim_type: str | None = None
+    contested: bool = False  # a contradiction review names this fact (or its fact) and waits (query.contested)
     # a fact's source episodes, folded under it: id, time, text (engram.query.fact_sources)
     sources: list[dict[str, Any]] = field(default_factory=list)
     date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
@@ -112,13 +124,20 @@ class Hit:
     # what the 0-1 relevance is made of, each 0-1: semantic (cosine), lexical (BM25 / best in the table),
     # recency, confidence
     parts: dict[str, float] = field(default_factory=dict)
+    # a long episode's passage that matched the query (engram.query.snippets.matching_passage): start and
+    # end offsets into text, and its text; None for a short episode and for a fact
+    passage: dict[str, Any] | None = None
     # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
     absorbed: list[str] = field(default_factory=list, repr=False)
+    # how it matched the query as ranking saw it: cosine with its session neighbours' lift, lexical part with
+    # theirs, 1 when dated inside a time the query names, 1 when it follows a question (engram.query.matches)
+    match: dict[str, float] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = asdict(self)
         out.pop("absorbed")
+        out.pop("match")
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
         out["date"] = self.date.isoformat() if self.date else None
         out["valid_to"] = self.valid_to.isoformat() if self.valid_to else None
@@ -177,8 +196,7 @@ def search_memory(
 
             embedder = embedders.from_settings(settings)
     elif embedding_soon is None:
-        vectors, embedder = embed_query(settings, [query], embedder)
-        qvec = vectors[0]
+        qvec, embedder = _embed_with_fill(settings, query, user_id, embedder)
     tables = SEARCH_TYPES[search_type]
     with ExitStack() as stack:
         try:
@@ -198,6 +216,23 @@ def search_memory(
         return _search(reader, settings, query, qvec, embedder, tables, limit, filters, method, windows)
 
 
+def _embed_with_fill(settings: Settings, query: str, user_id: str, embedder: Any) -> tuple[np.ndarray, Any]:
+    """The query's vector, embedded in one run with the tenant's newest inbox texts that have none yet
+    (kept for the search's fill: one model run per search, not two, after a write)."""
+    embedder = embedder_of(settings, embedder)
+    ahead = fill_ahead(settings, user_id, embedder.model, embedder.dim, settings.search_embed_pending)
+    if ahead:
+        try:
+            vectors, _ = embed_query(settings, [query, *ahead], embedder)
+        except EmbedderUnavailable:  # a pending text the embedder refuses must not fail the query: retry alone
+            pass
+        else:
+            remember_filled(embedder.model, ahead, vectors[1:], embedder.dim)
+            return vectors[0], embedder
+    vectors, _ = embed_query(settings, [query], embedder)
+    return vectors[0], embedder
+
+
 def _map_indexes(con: db.Connection, settings: Settings, tables: tuple[str, ...], user_id: str, model: str,
                  dim: int) -> None:
     """Open the indexes the search below will use (it then finds them in the process's caches): the
@@ -210,12 +245,17 @@ def _search(
     con: db.Connection, settings: Settings, query: str, qvec: np.ndarray | None, embedder: Any,
     tables: tuple[str, ...], limit: int, f: candidates.Filters, method: str, windows: list[TimeWindow],
 ) -> list[Hit]:
-    if "facts" not in tables:
-        hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f, method,
-                                   windows=windows)
-    else:
-        hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f, method,
-                                   windows)
+    with single_threaded():
+        if "facts" not in tables:
+            hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
+                                       method, windows=windows)
+            hits = matches.matching(hits, query)
+            mark_contested(con, hits, f.user_id)
+        else:
+            hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
+                                       method, windows)
+    matches.show_order(hits, matches.score_top(method, RRF_K, RRF_WEIGHT_VECTOR, RRF_WEIGHT_LEXICAL,
+                                               RRF_WEIGHT_TIME if windows else 0.0))
     log.info("search: %d hit(s) from %s", len(hits), ",".join(tables))
     return hits
 
@@ -295,6 +335,7 @@ def _search_units(
         units += episodes
     # facts first on a tie: a fact that inherited an episode's score stands for it
     units.sort(key=lambda h: (-h.score, h.table != "facts", h.id))
+    units = matches.matching(units, query, episodes)
     out: list[Hit] = []
     covered: set[str] = set()
     for h in units:
@@ -304,6 +345,7 @@ def _search_units(
         covered.update(src["id"] for src in h.sources)
         if len(out) == limit:
             break
+    mark_contested(con, out, f.user_id)
     return out
 
 
@@ -362,7 +404,18 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    return _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
+    hits = _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
+    if index.table == "episodes":
+        _add_passages(hits, query)
+    return hits
+
+
+def _add_passages(hits: list[Hit], query: str) -> None:
+    """Give each hit that is a long episode the passage of it that matched the query (its snippet)."""
+    for hit in hits:
+        span = matching_passage(hit.text, query)
+        if span is not None:
+            hit.passage = {"start": span[0], "end": span[1], "text": hit.text[span[0]:span[1]].strip()}
 
 
 def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
@@ -505,11 +558,18 @@ def _rank(
     if lenders:
         score = _lend(score, ids, lenders)
     order = np.argsort(-score, kind="stable")
-    # cosine of every candidate with every other, computed at once: candidate j is a near restatement of
-    # a hit shown so far when its cosine with that hit's candidate reaches DIVERSITY_COSINE
-    close = (cand_vecs @ cand_vecs.T >= DIVERSITY_COSINE) & has_vec[:, None] & has_vec[None, :]
+
+    def matched(j: int) -> dict[str, float]:
+        return {"semantic": float(ctx[j]) if has_vec[j] and qvec is not None else 0.0,
+                "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
+                "dated": float(bool(windows) and in_any(windows, _date_of(kept[ids[j]]))),
+                "after_question": float(context[0] > 0 and index.prev[pos[j]] >= 0)}
+
+    # candidate j is a near restatement of a hit shown so far when its cosine with that hit's candidate
+    # reaches DIVERSITY_COSINE: compared with the shown ones only (a few), not every candidate with every other
     hits: list[Hit] = []
     owner = np.full(len(pos), -1, np.int64)  # candidate index -> the hit it is shown as (hits with a vector)
+    shown_rows: list[int] = []  # candidates with an owner, in the order they were shown
     kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
     # an identical text has the identical vector, so with a vector on every candidate the cosine test
     # folds exact duplicates too and no candidate's text needs hashing before it is shown
@@ -531,9 +591,14 @@ def _rank(
                 hits[kept_hashes[row["content_hash"]]].absorbed.append(row["id"])
                 continue
         near = None
-        if has_vec[j]:
-            shown = owner[close[j] & (owner >= 0)]
-            near = int(shown.min()) if len(shown) else None
+        if has_vec[j] and shown_rows:
+            shown = np.asarray(shown_rows, np.int64)
+            close = owner[shown[cand_vecs[shown] @ cand_vecs[j] >= DIVERSITY_COSINE]]
+            if index.table == "episodes" and len(close):
+                close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
+            near = int(close.min()) if len(close) else None
+        if near is not None and _disputes(kept[hits[near].id], row):
+            near = None  # the other side of a contradiction is no restatement: both are shown
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
@@ -542,15 +607,18 @@ def _rank(
                 hit = _hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
                               conf)
                 hit.absorbed = [*hits[near].absorbed, hits[near].id]
+                hit.match = matched(j)
                 hits[near] = hit
                 kept_hashes[hit.content_hash] = near
             else:
                 hits[near].absorbed.append(row["id"])
             continue
         hit = _hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
+        hit.match = matched(j)
         kept_hashes[hit.content_hash] = len(hits)
         if has_vec[j]:
             owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
+            shown_rows.append(int(j))
         hits.append(hit)
     return hits
 
@@ -566,6 +634,12 @@ def _hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndar
     hit = _hit(table, row, score, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
     hit.parts = {k: round(v, 4) for k, v in parts.items()}
     return hit
+
+
+def restates(a: str, b: str) -> bool:
+    """Whether two texts share at least RESTATE_OVERLAP of their search words (Jaccard of the token sets)."""
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
 
 
 SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
@@ -594,6 +668,12 @@ def _is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
     if later is None or earlier is None or later <= earlier:
         return False
     return valence_conflict(shown["text"], candidate["text"]) == "different value"
+
+
+def _disputes(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """Whether the `candidate` row denies the `shown` row (a negation or antonym stated as well): the two
+    sides of a contested pair are both shown, not folded as restatements."""
+    return valence_conflict(shown["text"], candidate["text"]) in ("negation", "antonym")
 
 
 def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+from engram.index.bm25 import BM25
+from engram.index.passages import spans
+from engram.text.tokens import tokenize
+
 MAX_SNIPPET_CHARS = 800
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|\n")
 
@@ -36,3 +40,15 @@ def trust_tier(table: str, confidence: float | None, origin: str | None) -> str:
         return "amber" if origin in ("human", "tool") else "red"
     c = confidence or 0.0
     return "green" if c >= 0.7 else "amber" if c >= 0.5 else "red"
+
+
+def matching_passage(text: str, query: str) -> tuple[int, int] | None:
+    """(start, end) of the passage of a long text (engram.index.passages) that best matches the query's
+    words, scored as the lexical index scores passages (BM25 among the text's passages); the first passage
+    (what the embedder reads) when no word matches. None for a text of one passage."""
+    cut = spans(text)
+    if len(cut) < 2:
+        return None
+    scores = BM25([tokenize(text[s:e]) for s, e in cut]).score(tokenize(query))
+    best = int(scores.argmax()) if scores.size and scores.max() > 0 else 0
+    return cut[best]

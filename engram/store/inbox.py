@@ -73,8 +73,13 @@ class Segment:
 
     def vectors_path(self, model: str, dim: int) -> Path:
         """Where the embedding worker keeps this segment's vectors for (model, dim)."""
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)[:60]
-        return self.path.parent / f"{self.stem}.{slug}-{dim}.npy"
+        return self.path.parent / (self.stem + vectors_suffix(model, dim))
+
+
+def vectors_suffix(model: str, dim: int) -> str:
+    """The end of a vectors file's name after its segment's stem, for (model, dim)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)[:60]
+    return f".{slug}-{dim}.npy"
 
 
 def _write_durably(path: Path, write: Any) -> None:
@@ -112,7 +117,9 @@ def write_segment(settings: Any, user_id: str, rows: pa.Table, folded: bool = Fa
             writer.write_table(rows)
 
     _write_durably(target, write)
-    return Segment(target, stem, folded)
+    segment = Segment(target, stem, folded)
+    CACHE.put(segment, rows)  # this process's next search reads it from memory, not back from the file
+    return segment
 
 
 def segments(settings: Any, user_id: str) -> list[Segment]:
@@ -129,13 +136,24 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
     except FileNotFoundError:
         return [], set()
     out, others = [], set()
+    known = _LISTED.setdefault(str(folder), {})
     for name in sorted(names):
-        m = _STEM.match(name)
-        if m:
-            out.append(Segment(folder / name, m.group(1), m.group(2) is not None))
-        else:
-            others.add(name)
+        seg = known.get(name)
+        if seg is None:
+            m = _STEM.match(name)
+            if not m:
+                others.add(name)
+                continue
+            seg = known[name] = Segment(folder / name, m.group(1), m.group(2) is not None)
+        out.append(seg)
+    if len(known) > 2 * len(names) + 64:  # names gone from the folder (folded, published) are forgotten
+        for name in set(known) - set(names):
+            known.pop(name, None)
     return out, others
+
+
+# Segment of each file name seen, per tenant folder: a listing of hundreds of segments builds no paths again
+_LISTED: dict[str, dict[str, Segment]] = {}
 
 
 def tenants(settings: Any) -> list[str]:
@@ -160,6 +178,13 @@ class _SegmentCache:
         self._tables: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
         self.max_entries = max_entries
+
+    def put(self, segment: Segment, table: pa.Table) -> None:
+        """Keep a segment this process wrote (its rows are already in memory)."""
+        with self._lock:
+            if len(self._tables) >= self.max_entries:
+                self._tables.pop(next(iter(self._tables)))
+            self._tables[str(segment.path.parent / segment.stem)] = table
 
     def read(self, segment: Segment) -> pa.Table | None:
         key = str(segment.path.parent / segment.stem)

@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any
 
 from engram.text.dates import with_absolute_dates
+from engram.text.directives import addresses_assistant_setup
 from engram.text.markup import prose_blocks
 from engram.text.sentences import (
     FIRST_PERSON,
@@ -360,6 +361,8 @@ def worth_remembering(sentence: str) -> bool:
         return False  # leans on the previous turn for what it is about ("I love those games!")
     if _ELIDED_VERB_PHRASE.search(sentence):
         return False  # the verb phrase is the previous turn's ("I would love to!")
+    if addresses_assistant_setup(sentence):
+        return False  # aimed at the assistant's own instructions or memory ("ignore previous instructions")
     if _ANSWERED_QUESTION.search(sentence):
         return True  # "who coaches the Lions? Dan Campbell." states the answer
     return self_containedness(sentence) >= MIN_SELF_CONTAINED or _short_claim(sentence)

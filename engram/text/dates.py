@@ -130,8 +130,39 @@ def format_date(moment: datetime) -> str:
     return f"{moment.day} {moment:%B %Y}"
 
 
+# The unit a relative span counts in, coarsest first: "last year" names a year, not the day a year ago
+# (dateparser returns a day for every span). Weeks and days keep the day dateparser gives.
+_SPAN_UNITS = (
+    ("decade", re.compile(r"\bdecades?\b", re.I)),
+    ("year", re.compile(r"\byears?\b", re.I)),
+    ("season", re.compile(r"\b(?:spring|summer|fall|autumn|winter)s?\b", re.I)),
+    ("month", re.compile(rf"\b(?:months?|{_MONTH})\b", re.I)),
+)
+
+
+def span_precision(span: str) -> str:
+    """What a relative time span names: a decade, year, season, month, or (anything finer) a day."""
+    return next((unit for unit, words in _SPAN_UNITS if words.search(span)), "day")
+
+
+def format_period(moment: datetime, precision: str, span: str = "") -> str:
+    """The moment written to the precision its span has: "2025", "October 2026", "summer 2026", "the
+    2020s", else a day (format_date)."""
+    if precision == "decade":
+        return f"the {moment.year // 10 * 10}s"
+    if precision == "year":
+        return f"{moment:%Y}"
+    if precision == "season":
+        season = next(w for w in ("spring", "summer", "autumn", "fall", "winter") if re.search(rf"\b{w}", span, re.I))
+        return f"{season} {moment:%Y}"
+    if precision == "month":
+        return f"{moment:%B %Y}"
+    return format_date(moment)
+
+
 def with_absolute_dates(sentence: str, said_at: datetime, nearest: bool = False) -> tuple[str, datetime | None]:
-    """The sentence with relative time made absolute ("yesterday" -> "yesterday (7 May 2023)"), and the
+    """The sentence with relative time made absolute, to the precision it has ("yesterday" -> "yesterday
+    (7 May 2023)", "last year" -> "last year (2022)", "this month" -> "this month (May 2023)"), and the
     moment the sentence is about (its first time mention), if it names one. With `nearest`, a date written
     without its year is put in the year nearest to when it was said ("my deadline is April 15" said in
     March: this April), not always in the past (dateparser's preference, which a query about the past
@@ -144,5 +175,6 @@ def with_absolute_dates(sentence: str, said_at: datetime, nearest: bool = False)
     text = sentence
     for m in mentions:
         if m.relative:
-            text = text.replace(m.span, f"{m.span} ({format_date(m.moment)})", 1)
+            when = format_period(m.moment, span_precision(m.span), m.span)
+            text = text.replace(m.span, f"{m.span} ({when})", 1)
     return text, (mentions[0].moment if mentions else None)

@@ -185,3 +185,35 @@ def test_names_without_a_capital_past_the_first_word_is_empty_as_reading_every_t
     from engram.text.sentences import names
 
     assert names(text) == _names_by_every_token(text)
+
+
+@pytest.mark.parametrize(("older", "newer", "expected"), [
+    # the newer statement ends what the older states
+    ("I take the bus to work every day", "I stopped taking the bus to work; I cycle there now", True),
+    ("I take the bus to work every day", "These days I cycle to work instead of taking the bus", True),
+    # it ends something else and states what goes on: the older one states what goes on (issue 45 #1)
+    ("Cycling to work is how I commute now", "I stopped taking the bus to work; I cycle to work now", False),
+    ("I cycle to work every morning now", "These days I cycle to work instead of taking the bus", False),
+])
+def test_cessation_ends_what_the_other_states_not_what_goes_on(older: str, newer: str, expected: bool) -> None:
+    assert pair_rules.cessation(older, newer) is expected
+
+
+@pytest.mark.parametrize(("other", "old", "new", "expected"), [
+    # a restatement of the replaced statement goes with it
+    ("Bus to work every day, that is my commute", "I take the bus to work every day",
+     "I stopped taking the bus to work; I cycle there now", True),
+    # another value is updated through its frame, which takes every older statement of it; a restatement
+    # of an old answer ("Who won? Spain.") may answer another question: not taken here (SituatedQA)
+    ("Our team standup happens at 9:30 each weekday morning", "The standup is at 9:30 every weekday",
+     "The standup is at 10:30 every weekday", False),
+    # a statement of what goes on, or of something else, stays
+    ("I cycle to work every day", "I take the bus to work every day",
+     "I stopped taking the bus to work; I cycle there now", False),
+    ("The standup is at 10:30 every weekday", "The standup is at 9:30 every weekday",
+     "The standup is at 10:30 every weekday", False),
+    ("Caroline takes the bus to work every day", "I take the bus to work every day",
+     "I stopped taking the bus to work; I cycle there now", False),
+])
+def test_restates_what_a_cessation_ended(other: str, old: str, new: str, expected: bool) -> None:
+    assert pair_rules.restates(other, old, new) is expected

@@ -39,13 +39,21 @@ def test_demo_prints_a_report_facts_and_searches(demo_dir: Path) -> None:
     stages = report["run"]["tenants"]["demo"]
     assert stages["extract"]["facts_created"] >= 5
     assert len(report["facts"]) >= 5
-    assert len(report["searches"]) == 3 and all(report["searches"].values())
+    assert len(report["searches"]) == 4 and all(report["searches"].values())
     # the private episode never shows up in a search
     texts = [h["text"] for hits in report["searches"].values() for h in hits]
     assert not any("password" in t for t in texts)
     # the current memory comes first, and a search shows each memory once (a fact folds its episodes)
     drink = report["searches"]["what does the user drink in the morning?"]
     assert "green tea" in drink[0]["text"].lower()
+    # issue 45: the stale drink is not current; a contested pair is shown as such; the order is the
+    # relevance printed; the review queue is named
+    assert not any("coffee black" in h["text"].lower() and h["status"] == "active" for h in drink)
+    spicy = report["searches"]["does the user like spicy food?"]
+    assert [h["contested"] for h in spicy[:2]] == [True, True] and "contested" in spicy[0]["line"]
+    for hits in report["searches"].values():
+        assert [h["relevance"] for h in hits] == sorted((h["relevance"] for h in hits), reverse=True)
+    assert report["waiting_reviews"] and any("engram review list --user demo" in line for line in report["lines"])
     for hits in report["searches"].values():
         assert len({h["text"] for h in hits}) == len(hits)
     # Prefect's INFO lines stay out of the terminal (issue 21): they are in engram's log file

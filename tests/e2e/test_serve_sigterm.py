@@ -95,3 +95,38 @@ def test_serve_exits_on_sigterm_after_the_server_has_gone(tmp_path: Path) -> Non
         if serve is not None:
             _stop(serve)
         _stop(server)
+
+
+@pytest.mark.slow
+def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    # issue 45 #14: the shutdown printed "RuntimeWarning: coroutine 'Runner.astop' was never awaited"
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ENGRAM_"))}
+    prefect_env = {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                   "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": api}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=tmp_path, env={**base, **prefect_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    serve = None
+    try:
+        _wait_healthy(api, server)
+        serve = subprocess.Popen(
+            [sys.executable, "-W", "default", "-m", "engram.deployments.serve"], cwd=tmp_path,
+            env={**base, **prefect_env, "PYTHONPATH": str(ROOT), "ENGRAM_DB_PATH": str(tmp_path / "e.duckdb"),
+                 "ENGRAM_LLM": "none", "ENGRAM_EMBEDDER": "hash"},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        _wait_line(serve, "serving: ")
+        time.sleep(5)  # the runner starts its loops
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=EXIT_WITHIN_S)
+        out = (serve.stdout.read() or b"").decode()
+        assert serve.returncode == 0, out[-3000:]
+        assert "never awaited" not in out and "Traceback" not in out, out[-3000:]
+    finally:
+        if serve is not None:
+            _stop(serve)
+        _stop(server)

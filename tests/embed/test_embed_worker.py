@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from engram.settings import Settings, load_settings
 from engram.store import db
 from engram.store.ingest import add_episodes_routed
 from engram.store.sharding import all_shard_settings, for_tenant
+from tests.store_hold import held
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANTS = ("alice", "bob")
@@ -60,25 +59,11 @@ def test_every_existing_shard_is_drained_and_none_is_created(settings: Settings,
         assert _unembedded(for_tenant(sharded, u)) == []
 
 
-LOCKER = (
-    "import sys, duckdb\n"
-    "con = duckdb.connect(sys.argv[1])\n"
-    "print('held', flush=True)\n"
-    "sys.stdin.readline()\n"
-)
-
-
 def test_a_store_locked_by_another_process_is_reported_not_raised(settings: Settings) -> None:
     _seed(settings)
     embedder = HashEmbedder(settings.embed_dim)
-    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(settings.db_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held(settings):
         assert drain_once(settings, embedder) == {"episodes": 0, "facts": 0, "locked": 1, "inbox_embedded": 0, "republished": 0}  # at once, not 30 s
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert drain_once(settings, embedder) == {"episodes": 6, "facts": 2, "locked": 0, "inbox_embedded": 0, "republished": 0}  # the next pass gets in
 
 

@@ -83,3 +83,14 @@ def test_sketch_path_agrees_with_exact(monkeypatch):
     approx, _ = idx.vector_top(q, 10)
     assert approx[0] == exact[0] == 7
     assert len(set(approx) & set(exact)) >= 8
+
+
+def test_an_agent_reply_borrows_nothing_from_the_request_before_it():
+    texts = ["Can you plan my trip to Oslo?", "Sure. Day one: the fjord.", "Would you like hotels too?",
+             "Yes, near the harbour.", "Which month?", "May."]
+    roles = ["user", "assistant", "Assistant", "user", "user", "user"]
+    prev, nxt = _neighbours(["s"] * 6, texts, roles)
+    # the reply to the user's request stands alone; the user's answer to the agent's question borrows from it
+    assert prev.tolist() == [-1, -1, -1, 2, -1, 4]
+    assert nxt.tolist() == [1, 2, 3, 4, 5, -1]
+    assert _neighbours(["s"] * 2, texts[:2])[0].tolist() == [-1, 0]  # no roles (facts): as before

@@ -111,6 +111,16 @@ def test_long_text_is_cut_at_a_sentence_boundary(on, con):
     assert long[snip["span_start"]:snip["span_end"]] == snip["text"]
 
 
+def test_a_long_episode_snippet_is_the_passage_that_matched(on, con):
+    filler = " ".join(["We can review the schedule and the budget with the team every week."] * 12)
+    hosting = "Deploy the API on Kubernetes with three replicas behind an nginx ingress."
+    long = f"## Plan\n\n{filler}\n\n## Notes\n\n{filler}\n\n{hosting}"
+    seed_episodes(on, con, [{"id": "long", "content": long}])
+    snip = retrieve("kubernetes replicas", floor=0.0, user_id="u1", settings=on, con=con)["snippets"][0]
+    assert snip["id"] == "long" and snip["text"].endswith(hosting)
+    assert long[snip["span_start"]:snip["span_end"]] == snip["text"]
+
+
 def test_empty_results_carry_a_reason(on, con):
     empty = retrieve(TOPIC, user_id="u1", settings=on, con=con)
     assert empty["snippets"] == []

@@ -196,8 +196,10 @@ def test_an_answer_borrows_more_from_the_question_before_it_than_from_the_turn_a
     hits = search_memory("how long has he had the turtles", "episodes", 5, "u1", settings=settings, con=con,
                          method="lexical")
     order = ids(hits)
-    # both border a turn that matches; the answer follows it (ids would break a tie the other way)
-    assert order.index("z_answer") < order.index("a_before")
+    # both border a turn that matches; the answer follows it (ids would break a tie the other way). What the
+    # turn before borrows from the turn after it alone is no match of its own: it may not be listed at all
+    # (issue 45 #5)
+    assert "z_answer" in order and ("a_before" not in order or order.index("z_answer") < order.index("a_before"))
 
 
 def test_a_value_restated_after_an_update_is_the_one_shown(settings, con):

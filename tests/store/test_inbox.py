@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from engram import clock
 from engram.archive.ops import mark_removal
@@ -19,27 +15,7 @@ from engram.settings import Settings
 from engram.store import db, inbox
 from engram.store.fold import fold_inbox
 from engram.store.ingest import add_episodes
-
-LOCKER = (
-    "import sys, duckdb\n"
-    "con = duckdb.connect(sys.argv[1])\n"
-    "print('held', flush=True)\n"
-    "sys.stdin.readline()\n"
-)
-
-
-@contextmanager
-def held(settings: Settings) -> Iterator[None]:
-    """Another process holds the store read-write (as the night does) for the block."""
-    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(settings.db_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-
+from tests.store_hold import held
 
 def _stored(settings: Settings) -> list[tuple]:
     with db.open_store(settings, read_only=True) as con:
@@ -192,3 +168,62 @@ def test_a_search_without_the_store_embeds_the_newest_inbox_rows_first(settings:
                             PendingFill(embedder.embed, 1, embedder.model))
     with_vector = [index.ids[int(p)] for p in index.vec_pos]
     assert [index.text(index.pos[i]) for i in with_vector] == ["newest"]
+
+
+class _CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting its runs and the texts of each."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.runs: list[list[str]] = []
+
+    def embed(self, texts: list[str]):  # noqa: ANN201 - as HashEmbedder
+        self.runs.append(list(texts))
+        return super().embed(texts)
+
+
+def test_a_search_after_a_write_embeds_its_query_and_the_new_row_in_one_run(settings: Settings) -> None:
+    from engram.index.vector_index import FILLED
+
+    FILLED.clear()
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    embedder = _CountingEmbedder(agent.embed_dim)
+    add_episodes([{"user_id": "alice", "id": "e1", "content": "the heron nests by the pond"}], agent)
+    hits = search_memory("grey bird near water", user_id="alice", settings=agent, embedder=embedder,
+                         method="vector")
+    assert embedder.runs == [["grey bird near water", "the heron nests by the pond"]]
+    assert [h.id for h in hits] == ["e1"]  # found by meaning: its vector came from that run
+    embedder.runs.clear()
+    search_memory("heron", user_id="alice", settings=agent, embedder=embedder)
+    assert embedder.runs == [["heron"]]  # a row embedded once is not embedded again
+
+
+def test_the_inbox_read_after_each_write_equals_a_read_from_scratch(settings: Settings) -> None:
+    """A search reads only the segments written since its last read; what it reads is what a process
+    reading the whole inbox afresh reads, through writes, a fold, a repeat and a withdrawal."""
+    from engram.index import published
+
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    model, dim = "hash-ngram-v1-384", agent.embed_dim
+
+    def rows(pending_only: bool = False) -> tuple[list, tuple]:
+        table, signature = published.inbox_rows(agent, "alice", model, dim, pending_only)
+        return table.select(["id", "text", "row_id"]).to_pylist(), signature
+
+    def fresh(pending_only: bool = False) -> tuple[list, tuple]:
+        published.PUBLISHED.clear()  # forgets the rows read so far
+        return rows(pending_only)
+
+    ids = []
+    for i, text in enumerate(["the heron nests", "the otter swims", "the heron nests", "a kingfisher dives"]):
+        ids += add_episodes([{"user_id": "alice", "id": f"e{i}", "content": text}], agent).ids
+        incremental = rows(), rows(pending_only=True)
+        assert incremental == (fresh(), fresh(pending_only=True))
+    inbox.withdraw(agent, "alice", [ids[1]])
+    incremental = rows()
+    assert incremental == fresh() and ids[1] not in [r["id"] for r in incremental[0]]
+    with db.open_store(settings) as con:
+        fold_inbox(con, settings)
+    incremental = rows(), rows(pending_only=True)
+    assert incremental == (fresh(), fresh(pending_only=True))
+    assert incremental[1][0] == []  # folded: nothing pending for a reader that has the store

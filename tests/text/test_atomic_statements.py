@@ -283,3 +283,16 @@ def test_no_statement_from_an_answer_without_a_question_or_content(question: str
 def test_you_in_an_answer_names_the_one_who_asked() -> None:
     st = answered_question("Where did you meet Rex?", "Tim", "At your birthday party!", "John", SAID)
     assert st is not None and st.text == "Where did John meet Rex? At Tim's birthday party!"
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # a relative date resolves to the precision it has (issue 45 #7), not to a day it never named
+    ("Lena moved to Lisbon last year.", "Lena moved to Lisbon last year (2022)."),
+    ("I started a new job this month.", "I started a new job this month (May 2023)."),
+    ("We met two years ago.", "We met two years ago (2021)."),
+    ("I quit three months ago.", "I quit three months ago (February 2023)."),
+    # days keep their day
+    ("I went to a support group yesterday.", "I went to a support group yesterday (7 May 2023)."),
+])
+def test_relative_dates_keep_their_precision(sentence: str, expected: str) -> None:
+    assert with_absolute_dates(sentence, SAID)[0] == expected
