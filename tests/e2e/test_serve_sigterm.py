@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -58,8 +60,10 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=30)
 
 
-@pytest.mark.slow
-def test_serve_exits_on_sigterm_after_the_server_has_gone(tmp_path: Path) -> None:
+@contextmanager
+def _server_and_serve(tmp_path: Path, python_args: tuple[str, ...] = (), env: dict[str, str] | None = None
+                      ) -> Iterator[tuple[subprocess.Popen, subprocess.Popen]]:
+    """A Prefect server on a free port and `engram.deployments.serve` against it; both killed after."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ENGRAM_"))}
@@ -74,11 +78,21 @@ def test_serve_exits_on_sigterm_after_the_server_has_gone(tmp_path: Path) -> Non
     try:
         _wait_healthy(api, server)
         serve = subprocess.Popen(
-            [sys.executable, "-m", "engram.deployments.serve"], cwd=tmp_path,
+            [sys.executable, *python_args, "-m", "engram.deployments.serve"], cwd=tmp_path,
             env={**base, **prefect_env, "PYTHONPATH": str(ROOT), "ENGRAM_DB_PATH": str(tmp_path / "e.duckdb"),
-                 "ENGRAM_LLM": "none", "ENGRAM_EMBEDDER": "hash", "PREFECT_LOGGING_LEVEL": "DEBUG"},
+                 "ENGRAM_LLM": "none", "ENGRAM_EMBEDDER": "hash", **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
+        yield server, serve
+    finally:
+        if serve is not None:
+            _stop(serve)
+        _stop(server)
+
+
+@pytest.mark.slow
+def test_serve_exits_on_sigterm_after_the_server_has_gone(tmp_path: Path) -> None:
+    with _server_and_serve(tmp_path, env={"PREFECT_LOGGING_LEVEL": "DEBUG"}) as (server, serve):
         _wait_line(serve, "Discovered 0 scheduled flow runs")  # the runner has started and polled once
         os.killpg(server.pid, signal.SIGTERM)  # the server goes away
         server.wait(timeout=30)
@@ -91,34 +105,12 @@ def test_serve_exits_on_sigterm_after_the_server_has_gone(tmp_path: Path) -> Non
             pytest.fail(f"serve still running {EXIT_WITHIN_S:.0f} s after SIGTERM with the server gone")
         assert time.monotonic() - started < EXIT_WITHIN_S
         assert serve.returncode in (0, 1)  # a handled shutdown (1: deployments left unpaused), not a kill
-    finally:
-        if serve is not None:
-            _stop(serve)
-        _stop(server)
 
 
 @pytest.mark.slow
 def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     # issue 45 #14: the shutdown printed "RuntimeWarning: coroutine 'Runner.astop' was never awaited"
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "ENGRAM_"))}
-    prefect_env = {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                   "PREFECT_UI_ENABLED": "false", "PREFECT_API_URL": api}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=tmp_path, env={**base, **prefect_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    serve = None
-    try:
-        _wait_healthy(api, server)
-        serve = subprocess.Popen(
-            [sys.executable, "-W", "default", "-m", "engram.deployments.serve"], cwd=tmp_path,
-            env={**base, **prefect_env, "PYTHONPATH": str(ROOT), "ENGRAM_DB_PATH": str(tmp_path / "e.duckdb"),
-                 "ENGRAM_LLM": "none", "ENGRAM_EMBEDDER": "hash"},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    with _server_and_serve(tmp_path, python_args=("-W", "default")) as (_server, serve):
         _wait_line(serve, "serving: ")
         time.sleep(5)  # the runner starts its loops
         serve.send_signal(signal.SIGTERM)
@@ -126,7 +118,3 @@ def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         out = (serve.stdout.read() or b"").decode()
         assert serve.returncode == 0, out[-3000:]
         assert "never awaited" not in out and "Traceback" not in out, out[-3000:]
-    finally:
-        if serve is not None:
-            _stop(serve)
-        _stop(server)
