@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +38,7 @@ from engram.query.common import (
 )
 from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
+from engram.query.hits import Hit, date_of, disputes, hit_of, is_update, restates
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
@@ -46,8 +46,6 @@ from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
 from engram.text.normalize import content_hash
-from engram.text.tokens import tokenize
-from engram.text.sentences import valence_conflict
 from engram.text.time_window import TimeWindow, in_any, query_windows
 
 log = logging.getLogger(__name__)
@@ -69,11 +67,6 @@ RRF_WEIGHT_LEXICAL = 1.0
 RRF_WEIGHT_VECTOR = 0.8
 CONTEXT: Context = (0.75, 0.25)
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
-# ... and two episodes must also share this much of their words (Jaccard of their search tokens): a fact is
-# one sentence, so 0.8 cosine is a restatement, but an episode's vector reads a whole message (up to 256
-# tokens) and two replies of one conversation on one topic reach 0.8-0.9 without restating each other
-# (folded, they hid distinct turns on BEAM transcripts: bench/quality/BEAM.md)
-RESTATE_OVERLAP = 0.5
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 STALE_STATUSES = {"superseded", "retracted"}
 STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
@@ -93,57 +86,6 @@ _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-date
 # on this thread while the store is opened and the tenant's indexes are mapped (a one-shot `engram search`
 # at 1M facts: up to 0.25 s sooner to its answer, bench/perf/SEARCH.md).
 _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
-
-
-@dataclass
-class Hit:
-    """One search result."""
-
-    id: str
-    table: str
-    text: str
-    score: float
-    similarity: float | None
-    relevance: float
-    confidence: float
-    recency: float
-    lexical_score: float
-    created_at: datetime | None
-    content_hash: str
-    tags: list[str] = field(default_factory=list)
-    status: str | None = None
-    role: str | None = None
-    session_id: str | None = None
-    kind: str | None = None
-    claim_type: str | None = None
-    contested: bool = False  # a contradiction review names this fact (or its fact) and waits (query.contested)
-    # a fact's source episodes, folded under it: id, time, text (engram.query.fact_sources)
-    sources: list[dict[str, Any]] = field(default_factory=list)
-    date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
-    valid_to: datetime | None = None
-    # what the 0-1 relevance is made of, each 0-1: semantic (cosine), lexical (BM25 / best in the table),
-    # recency, confidence
-    parts: dict[str, float] = field(default_factory=dict)
-    # a long episode's passage that matched the query (engram.query.snippets.matching_passage): start and
-    # end offsets into text, and its text; None for a short episode and for a fact
-    passage: dict[str, Any] | None = None
-    # candidates of the same table this hit stands for (near-duplicates the diversity step folded in)
-    absorbed: list[str] = field(default_factory=list, repr=False)
-    # how it matched the query as ranking saw it: cosine with its session neighbours' lift, lexical part with
-    # theirs, 1 when dated inside a time the query names, 1 when it follows a question (engram.query.matches)
-    match: dict[str, float] = field(default_factory=dict, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        out = asdict(self)
-        out.pop("absorbed")
-        out.pop("match")
-        out["created_at"] = self.created_at.isoformat() if self.created_at else None
-        out["date"] = self.date.isoformat() if self.date else None
-        out["valid_to"] = self.valid_to.isoformat() if self.valid_to else None
-        for src in out["sources"]:
-            src["created_at"] = src["created_at"].isoformat() if src.get("created_at") else None
-        return out
 
 
 def search_memory(
@@ -552,7 +494,7 @@ def _rank(
         score = np.where(has_vec, relevance, 0.0)
     if windows:
         # the rows dated inside the time asked about, ranked among themselves by the fused score
-        inside = np.array([in_any(windows, _date_of(kept[i])) for i in ids]) & (score > 0)
+        inside = np.array([in_any(windows, date_of(kept[i])) for i in ids]) & (score > 0)
         trank = _ranks(score, inside)
         score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
     if lenders:
@@ -562,7 +504,7 @@ def _rank(
     def matched(j: int) -> dict[str, float]:
         return {"semantic": float(ctx[j]) if has_vec[j] and qvec is not None else 0.0,
                 "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
-                "dated": float(bool(windows) and in_any(windows, _date_of(kept[ids[j]]))),
+                "dated": float(bool(windows) and in_any(windows, date_of(kept[ids[j]]))),
                 "after_question": float(context[0] > 0 and index.prev[pos[j]] >= 0)}
 
     # candidate j is a near restatement of a hit shown so far when its cosine with that hit's candidate
@@ -597,14 +539,14 @@ def _rank(
             if index.table == "episodes" and len(close):
                 close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
             near = int(close.min()) if len(close) else None
-        if near is not None and _disputes(kept[hits[near].id], row):
+        if near is not None and disputes(kept[hits[near].id], row):
             near = None  # the other side of a contradiction is no restatement: both are shown
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
-            if _is_update(kept[hits[near].id], row):
+            if is_update(kept[hits[near].id], row):
                 # the later statement of the same thing with another value is the current one: it takes the slot
-                hit = _hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
+                hit = hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
                               conf)
                 hit.absorbed = [*hits[near].absorbed, hits[near].id]
                 hit.match = matched(j)
@@ -613,7 +555,7 @@ def _rank(
             else:
                 hits[near].absorbed.append(row["id"])
             continue
-        hit = _hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
+        hit = hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
         hit.match = matched(j)
         kept_hashes[hit.content_hash] = len(hits)
         if has_vec[j]:
@@ -623,67 +565,4 @@ def _rank(
     return hits
 
 
-def _hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarray, has_vec: np.ndarray,
-            qvec: np.ndarray | None, lex_scores: np.ndarray, lex_top: float, rec: np.ndarray,
-            conf: np.ndarray) -> Hit:
-    """The Hit of candidate j at `score` (its own, or the score of the slot it takes), with its parts."""
-    row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
-    sim = float(sims[j]) if has_vec[j] and qvec is not None else None
-    parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
-             "recency": float(rec[j]), "confidence": float(conf[j])}
-    hit = _hit(table, row, score, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
-    hit.parts = {k: round(v, 4) for k, v in parts.items()}
-    return hit
-
-
-def restates(a: str, b: str) -> bool:
-    """Whether two texts share at least RESTATE_OVERLAP of their search words (Jaccard of the token sets)."""
-    ta, tb = set(tokenize(a)), set(tokenize(b))
-    return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
-
-
 SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
-
-# How the parts add up to the 0-1 relevance a person reads (ranking itself fuses the two rankings, RRF)
-RELEVANCE_WEIGHTS = {"semantic": 0.5, "lexical": 0.3, "recency": 0.1, "confidence": 0.1}
-
-
-def readable_relevance(parts: dict[str, float]) -> float:
-    """A 0-1 relevance: the weighted mean of the parts (RELEVANCE_WEIGHTS)."""
-    return round(sum(RELEVANCE_WEIGHTS[k] * parts.get(k, 0.0) for k in RELEVANCE_WEIGHTS), 4)
-
-
-def _date_of(row: dict[str, Any]) -> datetime | None:
-    """When what a row states holds: a fact's valid_from (else when it was asserted), an episode's time."""
-    return row.get("valid_from") or row.get("asserted_at") or row.get("created_at")
-
-
-def _stated_at(row: dict[str, Any]) -> datetime | None:
-    return row.get("valid_from") or row.get("created_at")
-
-
-def _is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
-    """Whether the `candidate` row restates the `shown` row with a different value, later (a knowledge update)."""
-    later, earlier = _stated_at(candidate), _stated_at(shown)
-    if later is None or earlier is None or later <= earlier:
-        return False
-    return valence_conflict(shown["text"], candidate["text"]) == "different value"
-
-
-def _disputes(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
-    """Whether the `candidate` row denies the `shown` row (a negation or antonym stated as well): the two
-    sides of a contested pair are both shown, not folded as restatements."""
-    return valence_conflict(shown["text"], candidate["text"]) in ("negation", "antonym")
-
-
-def _hit(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,
-         conf: float, rec: float, lex: float) -> Hit:
-    return Hit(
-        id=row["id"], table=table, text=row["text"], score=round(score, 6),
-        similarity=None if sim is None else round(sim, 6), relevance=round(relevance, 6),
-        confidence=round(conf, 6), recency=round(rec, 6), lexical_score=round(lex, 6),
-        created_at=row.get("created_at"), content_hash=row.get("content_hash") or "",
-        tags=list(row.get("tags") or []), status=row.get("status"), role=row.get("role"),
-        session_id=row.get("session_id"), kind=row.get("kind"), claim_type=row.get("claim_type"),
-        date=_date_of(row), valid_to=row.get("valid_to"),
-    )

@@ -11,7 +11,7 @@ from engram.index.cache import PERSISTED, table_index
 from engram.index.merged import PersistedTableIndex
 from engram.index.vector_index import CACHE
 from engram.query import search_memory
-from engram.query.search import restates
+from engram.query.hits import restates
 from engram.query.snippets import matching_passage
 from tests.query_seed import seed_episodes
 
