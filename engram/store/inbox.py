@@ -201,10 +201,7 @@ class _SegmentCache:
                 return None
             with pa.memory_map(str(other)) as source:
                 table = pa.ipc.open_file(source).read_all()
-        with self._lock:
-            if len(self._tables) >= self.max_entries:
-                self._tables.pop(next(iter(self._tables)))
-            self._tables[key] = table
+        self.put(segment, table)
         return table
 
 
