@@ -46,8 +46,8 @@ class Hit:
     sources: list[dict[str, Any]] = field(default_factory=list)
     date: datetime | None = None  # when what it states holds: a fact's valid_from, an episode's time
     valid_to: datetime | None = None
-    # what the 0-1 relevance is made of, each 0-1: semantic (cosine), lexical (BM25 / best in the table),
-    # recency, confidence
+    # how it scored on each signal, each 0-1: semantic (cosine), lexical (BM25 / best in the table), recency,
+    # confidence (the relevance printed is the fused rank score: engram.query.matches.show_order)
     parts: dict[str, float] = field(default_factory=dict)
     # a long episode's passage that matched the query (engram.query.snippets.matching_passage): start and
     # end offsets into text, and its text; None for a short episode and for a fact
@@ -79,7 +79,8 @@ def hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarr
     sim = float(sims[j]) if has_vec[j] and qvec is not None else None
     parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
              "recency": float(rec[j]), "confidence": float(conf[j])}
-    hit = hit_from_row(table, row, score, sim, readable_relevance(parts), float(conf[j]), float(rec[j]), float(lex_scores[j]))
+    # relevance is set once the list is final: the fused score scaled 0-1 (engram.query.matches.show_order)
+    hit = hit_from_row(table, row, score, sim, 0.0, float(conf[j]), float(rec[j]), float(lex_scores[j]))
     hit.parts = {k: round(v, 4) for k, v in parts.items()}
     return hit
 
@@ -89,14 +90,6 @@ def restates(a: str, b: str) -> bool:
     ta, tb = set(tokenize(a)), set(tokenize(b))
     return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
 
-
-# How the parts add up to the 0-1 relevance a person reads (ranking itself fuses the two rankings, RRF)
-RELEVANCE_WEIGHTS = {"semantic": 0.5, "lexical": 0.3, "recency": 0.1, "confidence": 0.1}
-
-
-def readable_relevance(parts: dict[str, float]) -> float:
-    """A 0-1 relevance: the weighted mean of the parts (RELEVANCE_WEIGHTS)."""
-    return round(sum(RELEVANCE_WEIGHTS[k] * parts.get(k, 0.0) for k in RELEVANCE_WEIGHTS), 4)
 
 
 def date_of(row: dict[str, Any]) -> datetime | None:
