@@ -1,9 +1,9 @@
 """One BLAS thread for a search's small matrix products.
 
 A search multiplies a few hundred candidate vectors at a time. OpenBLAS splits even those over every
-core, and on a busy machine (the night on the same two cores) its threads wait for each other: a
-200 x 384 product took 15 ms threaded and 0.4 ms on one thread (bench/perf/HOT_PATH.md). Large
-products (the night's pair search) keep every thread: the limit is scoped to a search.
+core, and on a busy machine (the night on the same two cores) its threads wait for each other, so a
+product that one thread finishes in well under a millisecond takes many times longer. Large products
+(the night's pair search) keep every thread: the limit is scoped to a search.
 
 OpenBLAS has one process-wide pool. threadpoolctl lets one thread at a time change it and hands
 control back when the last limit of the process is left, so searches in any thread (an MCP server's
@@ -23,7 +23,8 @@ _CONTROLLER: Any = None
 def _controller() -> Any:
     global _CONTROLLER
     if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController  # reads the loaded BLAS libraries once per process
+        # imported on first use; the controller reads the loaded BLAS libraries once per process
+        from threadpoolctl import ThreadpoolController
 
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER

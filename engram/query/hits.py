@@ -13,10 +13,10 @@ from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
 from engram.text.tokens import tokenize
 
-# Two episodes at DIVERSITY_COSINE (engram.query.search) fold only when they also share this much of their words (Jaccard of their search tokens): a fact is
-# one sentence, so 0.8 cosine is a restatement, but an episode's vector reads a whole message (up to 256
-# tokens) and two replies of one conversation on one topic reach 0.8-0.9 without restating each other
-# (folded, they hid distinct turns on BEAM transcripts: bench/quality/BEAM.md)
+# Two episodes at DIVERSITY_COSINE (engram.query.search) fold only when they also share this much of their
+# words (Jaccard of their search tokens): a fact is one sentence, so 0.8 cosine is a restatement, but an
+# episode's vector reads a whole message (up to 256 tokens) and two replies of one conversation on one
+# topic reach 0.8-0.9 without restating each other (folded, they hid distinct turns on BEAM transcripts)
 RESTATE_OVERLAP = 0.5
 
 
