@@ -202,6 +202,9 @@ def measure(size: int, n_queries: int, rng: np.random.Generator, workdir: Path, 
 
         for k in range(0, 200, 20):
             add_episodes([{"user_id": USER, "content": base_t[(k + j) % size]} for j in range(20)], agent)
+        # the search embeds these pending episodes on the fly, once (as a real embedder would)
+        for i in range(200):
+            embedder.vectors[base_t[i % size]] = base_v[i % size]
         for qtext, _ in later[:5]:
             search_memory(qtext, "facts", 10, USER, settings=agent, method="hybrid", embedder=embedder)
         timings["published + inbox hybrid (no store)"] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -190,7 +191,9 @@ def _as_index_rows(raw: pa.Table, model: str, dim: int, vectors: np.ndarray | No
     }) if n else _empty(dim).drop(["row_id"])
 
 
+@lru_cache(maxsize=8)
 def _empty(dim: int) -> pa.Table:
+    """No inbox rows, in the inbox rows' schema (tables are immutable: one per dim serves every search)."""
     schema = pa.schema([("row_id", pa.int64()), ("id", pa.string()), ("text", pa.string()),
                         ("session_id", pa.string()), ("embedding", pa.list_(pa.float32())),
                         ("role", pa.string()), ("kind", pa.string()), ("origin", pa.string()),

@@ -26,12 +26,14 @@ def add_stored_sources(con: db.Connection | None, hits: Sequence[Any], f: Filter
             con, "queries/query/fact_source_episodes", user_id=f.user_id, fact_ids=[h.id for h in facts],
             include_private=f.include_private, as_of=f.as_of, per_fact=SOURCES_PER_FACT):
         stored[fact_id].append({"id": episode_id, "created_at": created_at, "text": content})
-    if f.as_of is None:
+    updated = ([r[0] for r in db.rows(con, "queries/query/facts_with_earlier_versions", user_id=f.user_id,
+                                      fact_ids=[h.id for h in facts])] if f.as_of is None else [])
+    if updated:
         # a current fact shows where its earlier values were said (the history an update replaced), so the
         # old statement is found under the new one rather than before it
         for fact_id, episode_id, created_at, content in db.rows(
                 con, "queries/query/replaced_fact_source_episodes", user_id=f.user_id,
-                fact_ids=[h.id for h in facts], include_private=f.include_private, per_fact=SOURCES_PER_FACT):
+                fact_ids=updated, include_private=f.include_private, per_fact=SOURCES_PER_FACT):
             stored[fact_id].append({"id": episode_id, "created_at": created_at, "text": content, "replaced": True})
     for h in facts:
         by_id = {s["id"]: s for s in stored.get(h.id, ())} | {s["id"]: s for s in h.sources}

@@ -102,18 +102,17 @@ def stated_at(row: dict[str, Any]) -> datetime | None:
     return row.get("valid_from") or row.get("created_at")
 
 
-def is_update(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
-    """Whether the `candidate` row restates the `shown` row with a different value, later (a knowledge update)."""
+def near_kind(shown: dict[str, Any], candidate: dict[str, Any]) -> str | None:
+    """How a `candidate` row near a `shown` row relates to it: "disputes" (it denies it, a negation or
+    antonym: both sides of a contested pair are shown), "updates" (it restates it later with another value:
+    a knowledge update, it takes the slot), or None (a restatement, folded under it). One valence check."""
+    conflict = valence_conflict(shown["text"], candidate["text"])
+    if conflict in ("negation", "antonym"):
+        return "disputes"
     later, earlier = stated_at(candidate), stated_at(shown)
-    if later is None or earlier is None or later <= earlier:
-        return False
-    return valence_conflict(shown["text"], candidate["text"]) == "different value"
-
-
-def disputes(shown: dict[str, Any], candidate: dict[str, Any]) -> bool:
-    """Whether the `candidate` row denies the `shown` row (a negation or antonym stated as well): the two
-    sides of a contested pair are both shown, not folded as restatements."""
-    return valence_conflict(shown["text"], candidate["text"]) in ("negation", "antonym")
+    if conflict == "different value" and later is not None and earlier is not None and later > earlier:
+        return "updates"
+    return None
 
 
 def hit_from_row(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,

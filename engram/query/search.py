@@ -38,7 +38,7 @@ from engram.query.common import (
 )
 from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
-from engram.query.hits import Hit, date_of, disputes, hit_of, is_update, restates
+from engram.query.hits import Hit, date_of, hit_of, near_kind, restates
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
@@ -539,12 +539,13 @@ def _rank(
             if index.table == "episodes" and len(close):
                 close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
             near = int(close.min()) if len(close) else None
-        if near is not None and disputes(kept[hits[near].id], row):
+        kind = near_kind(kept[hits[near].id], row) if near is not None else None
+        if kind == "disputes":
             near = None  # the other side of a contradiction is no restatement: both are shown
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:
-            if is_update(kept[hits[near].id], row):
+            if kind == "updates":
                 # the later statement of the same thing with another value is the current one: it takes the slot
                 hit = hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
                               conf)

@@ -165,12 +165,8 @@ def names(text: str) -> frozenset[str]:
     first = _TOKEN.search(text)
     if first is None or ((rest := text[first.end():]).isascii() and rest == rest.lower()):
         return frozenset()  # no capital after the first word (ASCII: some Unicode capitals have no lower case)
-    out = set()
-    for i, m in enumerate(_TOKEN.finditer(text)):
-        tok = m.group()
-        if i > 0 and tok[0].isupper() and tok.lower() not in NOT_NAMES:
-            out.add(tok.lower())
-    return frozenset(out)
+    tokens = _TOKEN.findall(text)
+    return frozenset(low for tok in tokens[1:] if tok[0].isupper() and (low := tok.lower()) not in NOT_NAMES)
 
 
 MONTHS = frozenset(m.lower() for m in (*calendar.month_name[1:], *calendar.month_abbr[1:]))
