@@ -49,15 +49,19 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
     one beside its segment; otherwise its text is pending (embedded on the fly by a search's fill).
     """
     segs, others = inbox.listing(settings, user_id)
-    suffix = inbox.vectors_suffix(model, dim)
-    keys = tuple((seg.stem, seg.stem + suffix in others) for seg in segs if not (pending_only and seg.folded))
-    rows = _APPENDED.rows(settings, user_id, model, dim, pending_only, keys,
-                          {seg.stem: seg for seg in segs})
+    memo_key = (resolved(settings.db_path), user_id, model, dim, pending_only)
+    listed = _LISTED_KEYS.get(memo_key)
+    if listed is not None and listed[0] is segs and listed[1] is others:  # the same listing as last time
+        keys = listed[2]
+    else:
+        suffix = inbox.vectors_suffix(model, dim)
+        keys = tuple((seg.stem, seg.stem + suffix in others) for seg in segs if not (pending_only and seg.folded))
+        _LISTED_KEYS[memo_key] = (segs, others, keys)
+    rows = _APPENDED.rows(settings, user_id, model, dim, pending_only, keys, segs)
     if rows is None:
         return _empty(dim), ()
     gone, names = inbox.withdrawn(settings, user_id) if any(n.endswith(inbox.WITHDRAWN) for n in others) \
         else (set(), ())
-    memo_key = (resolved(settings.db_path), user_id, model, dim, pending_only)
     memo = _FINISHED.get(memo_key)
     if memo is not None and memo[0] is rows and memo[1] == names:  # nothing written or withdrawn since
         return memo[2]
@@ -78,6 +82,9 @@ def inbox_rows(settings: Any, user_id: str, model: str, dim: int, pending_only: 
 
 # per tenant: the last inbox_rows answer, with the converted rows and withdrawals it was made from
 _FINISHED: dict[tuple, tuple[Any, tuple, tuple[pa.Table, tuple]]] = {}
+# per tenant: the last listing (inbox.listing returns the same objects while the folder is unchanged) and
+# the (stem, has vectors) keys made from it
+_LISTED_KEYS: dict[tuple, tuple[list, set, tuple]] = {}
 
 
 def fill_ahead(settings: Any, user_id: str, model: str, dim: int, limit: int) -> list[str]:
@@ -111,16 +118,19 @@ class _AppendedRows:
         self._lock = threading.Lock()
 
     def rows(self, settings: Any, user_id: str, model: str, dim: int, pending_only: bool, listed: tuple,
-             by_stem: dict[str, inbox.Segment]) -> _Rows | None:
+             segments: list[inbox.Segment]) -> _Rows | None:
         """The rows of the listed segments (None when none has a searchable row)."""
         key = (resolved(settings.db_path), user_id, model, dim, pending_only)
         with self._lock:
             held = self._held.get(key)
+        if held is not None and listed is held.listed:
+            return held if held.keys else None
         start, parts, keys = 0, [], []
         if held is not None and listed[: len(held.listed)] == held.listed:
             if len(listed) == len(held.listed):
                 return held if held.keys else None
             start, parts, keys = len(held.listed), [held.table], list(held.keys)
+        by_stem = {seg.stem: seg for seg in segments} if start < len(listed) else {}
         for stem, has_vectors in listed[start:]:
             part = _segment_rows(by_stem[stem], model, dim, has_vectors)
             if part is not None and part.num_rows:
@@ -135,6 +145,8 @@ class _AppendedRows:
         with self._lock:
             self._held.clear()
         _FINISHED.clear()
+        _LISTED_KEYS.clear()
+        inbox.forget_listings()
 
 
 _APPENDED = _AppendedRows()

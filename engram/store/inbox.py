@@ -129,14 +129,31 @@ def segments(settings: Any, user_id: str) -> list[Segment]:
 
 def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
     """The tenant's segments, oldest first, and the names of every other file beside them (vectors,
-    withdrawals): one directory read."""
+    withdrawals): one directory read. The same names as the last listing give the same lists back (the
+    caller may compare them by identity); callers must not change them."""
     folder = tenant_dir(settings, user_id)
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
         return [], set()
+    key = str(folder)
+    last = _LISTED.get(key)
+    current = frozenset(names)
+    if last is not None and last.names == current:
+        return last.segments, last.others
+    known = last.known if last is not None else {}
+    if last is not None and last.names <= current:
+        # files were only added (a write, a vectors file): the new segments come after the listed ones
+        # unless a slower writer's older stem lands now; then the whole folder is sorted again
+        added = sorted(current - last.names)
+        new = [m for m in map(_STEM.match, added) if m]
+        if not new or not last.segments or new[0].group(0) > last.segments[-1].path.name:
+            segs = [Segment(folder / m.group(0), m.group(1), m.group(2) is not None) for m in new]
+            known.update((seg.path.name, seg) for seg in segs)
+            others = last.others | {name for name in added if not _STEM.match(name)}
+            _LISTED[key] = _Listing(current, last.segments + segs, others, known)
+            return _LISTED[key].segments, others
     out, others = [], set()
-    known = _LISTED.setdefault(str(folder), {})
     for name in sorted(names):
         seg = known.get(name)
         if seg is None:
@@ -147,13 +164,29 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
             seg = known[name] = Segment(folder / name, m.group(1), m.group(2) is not None)
         out.append(seg)
     if len(known) > 2 * len(names) + 64:  # names gone from the folder (folded, published) are forgotten
-        for name in set(known) - set(names):
+        for name in set(known) - current:
             known.pop(name, None)
+    _LISTED[key] = _Listing(current, out, others, known)
     return out, others
 
 
-# Segment of each file name seen, per tenant folder: a listing of hundreds of segments builds no paths again
-_LISTED: dict[str, dict[str, Segment]] = {}
+@dataclass
+class _Listing:
+    """The last listing of a tenant folder: its names, segments and other files, and the Segment of each
+    file name seen (a listing of hundreds of segments builds no paths again)."""
+
+    names: frozenset[str]
+    segments: list[Segment]
+    others: set[str]
+    known: dict[str, Segment]
+
+
+_LISTED: dict[str, _Listing] = {}
+
+
+def forget_listings() -> None:
+    """Forget every folder's last listing: the next one reads its folder from scratch."""
+    _LISTED.clear()
 
 
 def tenants(settings: Any) -> list[str]:

@@ -227,3 +227,31 @@ def test_the_inbox_read_after_each_write_equals_a_read_from_scratch(settings: Se
     incremental = rows(), rows(pending_only=True)
     assert incremental == (fresh(), fresh(pending_only=True))
     assert incremental[1][0] == []  # folded: nothing pending for a reader that has the store
+
+
+def test_a_listing_after_files_are_added_equals_a_listing_from_scratch(settings: Settings) -> None:
+    """The tenant folder's listing is extended with the files added since the last one, in name order, also
+    when a slower writer's older segment lands after newer ones, and read again after a fold renames one."""
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+
+    def listed() -> tuple[list[str], set[str]]:
+        segs, others = inbox.listing(agent, "alice")
+        return [s.path.name for s in segs], set(others)
+
+    def fresh() -> tuple[list[str], set[str]]:
+        inbox.forget_listings()
+        return listed()
+
+    add_episodes([{"user_id": "alice", "content": "the heron nests"}], agent)
+    first = listed()
+    add_episodes([{"user_id": "alice", "content": "the otter swims"}], agent)
+    assert listed() == fresh() and len(listed()[0]) == 2
+    folder = inbox.tenant_dir(agent, "alice")
+    older = folder / f"{0:020d}-1-0123abcd.arrow"  # an older stem written late
+    older.write_bytes((folder / first[0][0]).read_bytes())
+    (folder / "notes.txt").write_text("not a segment")
+    got = listed()
+    assert got == fresh() and got[0][0] == older.name and "notes.txt" in got[1]
+    with db.open_store(settings) as con:
+        fold_inbox(con, settings)
+    assert listed() == fresh() and all(name.endswith(".folded.arrow") for name in listed()[0])
