@@ -28,8 +28,9 @@ from datetime import datetime
 
 from engram.consolidate.pair_rules import different_subjects
 from engram.text.atomic import tense
+from engram.text.counts import BARE, counts
 from engram.text.dates import CALENDAR
-from engram.text.sentences import MONTHS, claim_type, frame_of
+from engram.text.sentences import claim_type, frame_of
 from engram.text.tokens import STATEMENT_STOPWORDS, suffix_stem, word_tuple
 
 
@@ -112,55 +113,15 @@ def restatement_runs(said: list[tuple[str, str, datetime]]) -> list[int]:
     return runs
 
 
-# A count: a number (not part of a date, a time, a version or a ratio) and the noun phrase it counts, up to
-# COUNT_UNIT_WORDS words up to the first function word ("45 sources", "12 conditional probability
-# problems", "4,500 words", "78%"). The counted thing is the noun phrase's words, stemmed; a count of the
-# same thing with another value, stated later of the same subject, is its newer value ("45 sources" ->
-# "52 sources"), whatever the words around it, as long as they speak of the same thing (COUNT_MIN_SHARED).
-COUNT_UNIT_WORDS = 3
+# A count of the same thing with another value, stated later of the same subject, is its newer value ("45
+# sources" -> "52 sources"), whatever the words around it, as long as they speak of the same thing
+# (COUNT_MIN_SHARED); engram.text.counts reads the counts.
 COUNT_MIN_COSINE = 0.3  # pairs of a new and an active fact are looked at from this cosine on (a value can sit in a long statement about something else)
 COUNT_MIN_SHARED = 2  # content words, besides the counted thing, the two statements share
 # a bare percentage names what it measures only through the words around it ("test coverage of the API
 # module 65%" / "test coverage of the core modules 85%"): it asks for more of them in common
 PERCENT_MIN_SHARED = 4
-_COUNT = re.compile(r"(?<![\w.,/:$-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.,/:]\d)(\s*%)?")
-_PUNCTUATION = re.compile(r"[,;:.!?()/\[\]\"]")
-_UNIT_ENDS = {"per", "each", "every", "a", "an", "the"}  # "1,200 calls per day" counts calls
-_NOT_A_COUNT_AFTER = {"am", "pm", "a.m", "p.m", "st", "nd", "rd", "th", "o'clock"}
 
-
-def counts(text: str) -> dict[tuple[str, ...], str]:
-    """The counted things of a statement and the value of each (the last one stated: "from 70% to 90%"
-    counts 90%). Numbers in dates ("April 20", "2024"), times ("3 PM"), versions and ratios are no counts."""
-    out: dict[tuple[str, ...], str] = {}
-    lowered = text.lower()
-    for m in _COUNT.finditer(lowered):
-        value = m.group(1).replace(",", "")
-        before = lowered[:m.start()].split()
-        if (before and before[-1].strip(",.") in MONTHS) or (len(value) == 4 and value[:2] in ("19", "20")):
-            continue
-        if m.group(2):
-            out[("percent",)] = value
-            continue
-        unit: list[str] = []
-        for w in word_tuple(_PUNCTUATION.split(lowered[m.end():m.end() + 80], maxsplit=1)[0]):
-            if (w in STATEMENT_STOPWORDS or w in _UNIT_ENDS or w[0].isdigit() or len(unit) == COUNT_UNIT_WORDS
-                    or (unit and w.endswith(("ing", "ed")))):  # "8 cards using ...": a verb ends the phrase
-                break
-            unit.append(w)
-        if unit and (unit[0] in _NOT_A_COUNT_AFTER or unit[0] in MONTHS):
-            continue
-        if not unit:
-            # a number after its noun ("commits merged ... has now reached 165"): a count of one of the
-            # nouns just before it, which a count of that noun elsewhere names (bare_counts)
-            if m.end() == len(lowered.rstrip(" .!?")) or _PUNCTUATION.match(lowered[m.end():m.end() + 1] or "."):
-                out[(BARE, value)] = value
-            continue
-        out[tuple(suffix_stem(w) for w in unit)] = value
-    return out
-
-
-BARE = "#"  # the key of a number with no noun after it
 BARE_WINDOW = 8  # words before such a number among which its noun is looked for
 
 

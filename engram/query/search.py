@@ -27,7 +27,7 @@ from engram.index.vector_index import (
     remember_filled,
     unit_signatures,
 )
-from engram.query import candidates, matches
+from engram.query import answer_order, candidates, matches
 from engram.query.common import (
     embed_query,
     embedder_of,
@@ -192,6 +192,8 @@ def _search(
             hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
                                        method, windows=windows)
             hits = matches.matching(hits, query)
+            answer_order.weigh(hits, query)
+            hits = answer_order.latest_count_first(sorted(hits, key=lambda h: -h.score), query)
             mark_contested(con, hits, f.user_id)
         else:
             hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
@@ -275,6 +277,7 @@ def _search_units(
     units: list[Hit] = list(facts)
     if "episodes" in tables:
         units += episodes
+    answer_order.weigh(units, query)
     # facts first on a tie: a fact that inherited an episode's score stands for it
     units.sort(key=lambda h: (-h.score, h.table != "facts", h.id))
     units = matches.matching(units, query, episodes)
@@ -287,6 +290,7 @@ def _search_units(
         covered.update(src["id"] for src in h.sources)
         if len(out) == limit:
             break
+    out = answer_order.latest_count_first(out, query)
     mark_contested(con, out, f.user_id)
     return out
 

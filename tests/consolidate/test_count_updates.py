@@ -6,7 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from engram.consolidate.updates import Update, count_update, count_updates, counts
+from engram.consolidate.updates import Update, count_update, count_updates
+from engram.text.counts import counts
 
 T1, T2, T3 = datetime(2024, 3, 1), datetime(2024, 4, 1), datetime(2024, 5, 1)
 

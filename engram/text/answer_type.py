@@ -1,0 +1,56 @@
+"""What kind of value a question asks for, and whether a memory's text states one.
+
+"How many sources are in my library?" asks for a count; "What time is the call?" for a time of day. A
+memory that states no value of that kind ("The user is finalizing the first draft of the essay by May 15")
+may be about the right thing, but it cannot answer it. This is the expected answer type of classic
+question answering, read from the question's interrogative alone: no vocabulary of any one domain.
+A when-question is not one of them: every memory has its own date.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from engram.text.counts import counts
+
+COUNT = "count"
+CLOCK = "clock"
+
+_LEAD = r"^\W*(?:(?:and|so|then|also|ok|okay)\W+)?"
+_ASKS_COUNT = re.compile(
+    _LEAD + r"(?:how\s+(?:many|much|long|often|far|old)\b|what\s+(?:percentage|percent|proportion|number|amount|total)\b)",
+    re.I)
+_ASKS_CLOCK = re.compile(_LEAD + r"(?:at\s+)?what\s+time\b", re.I)
+# A duration between two events ("how many days passed between ...", "how long did it take ...") is
+# computed from the events' dates, and a count of mentions ("how many different ...", "... across my
+# sessions") from many memories: no one memory states either, so neither asks for a count.
+_TIME_UNITS = r"(?:seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|months?|years?|decades?)"
+_BETWEEN_EVENTS = re.compile(
+    r"^\W*(?:how\s+long|how\s+many\s+(?:more\s+)?" + _TIME_UNITS + r")\b.*\b(?:between|after|before|since|until|till"
+    r"|passed|elapsed|take|took|ago|left)\b", re.I)
+_MENTIONS = re.compile(r"^\W*how\s+many\s+(?:different|distinct|separate|kinds?|types?|times)\b|\bacross\b", re.I)
+_CLOCK_TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:a\.?m\b\.?|p\.?m\b\.?)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b", re.I)
+_NUMBER_WORDS = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty"
+    r"|hundred|thousand|million|billion|dozens?|twice|thrice|half)\b", re.I)
+
+
+@lru_cache(maxsize=4096)
+def expected(question: str) -> str | None:
+    """COUNT for a question asking how many / how much / how long / what percentage ... of one thing, CLOCK
+    for one asking what time; None for any other (a duration between events, a count of mentions)."""
+    if _ASKS_CLOCK.search(question):
+        return CLOCK
+    if _ASKS_COUNT.search(question) and not _BETWEEN_EVENTS.search(question) and not _MENTIONS.search(question):
+        return COUNT
+    return None
+
+
+@lru_cache(maxsize=1 << 14)
+def states(text: str, kind: str) -> bool:
+    """Whether `text` states a value of `kind`: a time of day, or a count (engram.text.counts: a number that
+    is no date, time of day, year or version; or a number in words)."""
+    if kind == CLOCK:
+        return _CLOCK_TIME.search(text) is not None
+    return bool(counts(text)) or _NUMBER_WORDS.search(text) is not None
