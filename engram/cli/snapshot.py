@@ -67,6 +67,15 @@ def _shell_lock_down(path: Path) -> list[str]:
     return ["-cmd", f"set allowed_directories = [{listed}]", "-cmd", statements]
 
 
+def _path_hint(exc: Exception) -> str:
+    """What to tell an analyst whose file pattern found nothing: relative paths are read from the snapshot's
+    directory, where the archive is `archive/` (not the working directory's `data/archive/`)."""
+    if "No files found" not in str(exc):
+        return ""
+    return (" (engram sql reads relative paths from the snapshot's directory: the archive is"
+            " 'archive/table=<table>/**/*.parquet', or use the archived_facts and archived_episodes views)")
+
+
 class Format(str, Enum):
     table = "table"
     csv = "csv"
@@ -107,12 +116,17 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[Format, typer.Option("--format", help="table | csv | json | parquet")] = Format.table,
         out: Annotated[Path | None, typer.Option("--out", help="Write the result to this file.")] = None,
         width: Annotated[int, typer.Option("--width", min=8, help="Cut table cells to this many characters.")] = 60,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (--format json).")] = False,
     ) -> None:
         """Query the latest read snapshot (never the live store: no lock on either side)."""
         from engram.store import db
         from engram.store.snapshot import VIEWS_FILE, hold_snapshot, open_snapshot
 
         s = settings_or_exit()
+        if as_json:
+            if fmt not in (Format.table, Format.json):
+                fail(InvalidInput(f"--json: asks for JSON, --format asks for {fmt.value}; give one of them"))
+            fmt = Format.json
         try:
             if query is None:
                 with hold_snapshot(s) as path:
@@ -132,7 +146,7 @@ def register(app: typer.Typer) -> None:
                 except Exception as exc:
                     if not db.is_driver_error(exc):
                         raise
-                    raise InvalidInput(f"query: {str(exc).strip().splitlines()[0]}") from None
+                    raise InvalidInput(f"query: {str(exc).strip().splitlines()[0]}{_path_hint(exc)}") from None
         except EngramError as exc:
             fail(exc)
         if result is None:

@@ -36,5 +36,11 @@ def add_stored_sources(con: db.Connection | None, hits: Sequence[Any], f: Filter
                 fact_ids=updated, include_private=f.include_private, per_fact=SOURCES_PER_FACT):
             stored[fact_id].append({"id": episode_id, "created_at": created_at, "text": content, "replaced": True})
     for h in facts:
-        by_id = {s["id"]: s for s in stored.get(h.id, ())} | {s["id"]: s for s in h.sources}
+        # an episode the fact itself rests on is its source, whatever version it also stated; one that only
+        # an earlier version rests on keeps its "replaced" mark, folded under the fact or not
+        by_id: dict[str, dict[str, Any]] = {}
+        for src in sorted(stored.get(h.id, ()), key=lambda x: not x.get("replaced")):
+            by_id[src["id"]] = src
+        for src in h.sources:
+            by_id[src["id"]] = by_id[src["id"]] | src if src["id"] in by_id else src
         h.sources = sorted(by_id.values(), key=lambda s: (s["created_at"] is None, s["created_at"] or 0, s["id"]))

@@ -239,12 +239,14 @@ def _search_units(
     at = f.as_of or f.now
     stale = {fid for _, fid, status, *_ in links if status in STALE_STATUSES}
     current_of = _current_versions(con, f.user_id, sorted(stale)) if stale and f.as_of is None else {}
+    via_update: set[tuple[str, str]] = set()  # (episode, current fact) where the episode stated an earlier version
     for episode_id, fact_id, status, valid_from, valid_to in links:
         in_force = (valid_from is None or valid_from <= at) and (valid_to is None or valid_to > at)
         if fact_id in current_of:
             # what this episode said has a newer version: the current version stands where the episode
             # ranks and lists it among its sources (the old value is not buried, and not shown first)
             facts_of[episode_id].append(current_of[fact_id])
+            via_update.add((episode_id, current_of[fact_id]))
             has_current.add(episode_id)
             continue
         facts_of[episode_id].append(fact_id)
@@ -271,7 +273,8 @@ def _search_units(
         for fid in sorted({stands_for.get(fid, fid) for fid in facts_of.get(ep.id, ())} & fact_by_id.keys()):
             folded[fid].append(ep)
     for h in facts:
-        h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text} for e in folded.get(h.id, ())]
+        h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text,
+                      **({"replaced": True} if (e.id, h.id) in via_update else {})} for e in folded.get(h.id, ())]
     # the facts that can be returned (at most `limit`, best first) list every source episode, ranked or not
     add_stored_sources(con, sorted(facts, key=lambda h: (-h.score, h.id))[:limit], f)
     units: list[Hit] = list(facts)

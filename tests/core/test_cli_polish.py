@@ -84,3 +84,24 @@ def test_readme_config_table_is_generated_and_lists_rule_workers() -> None:
 def test_the_snapshot_line_prints_a_runnable_query() -> None:
     line = snapshot_line({"snapshot_id": "s1", "path": "/x"})
     assert "..." not in line and 'engram sql "select * from current_facts limit 10"' in line
+
+
+def test_sql_takes_json_like_every_other_command(settings) -> None:
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    assert runner.invoke(app, ["snapshot"]).exit_code == 0
+    result = runner.invoke(app, ["sql", "select 1 as x", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"x": 1}]
+    clash = runner.invoke(app, ["sql", "select 1 as x", "--json", "--format", "csv"])
+    assert clash.exit_code != 0 and "--json" in clash.output
+
+
+def test_sql_says_where_relative_paths_are_read_from(settings) -> None:
+    """Issue 45 #10: a path relative to the working directory ('data/archive/...') finds nothing; the error
+    says paths are read from the snapshot's directory and names the archive's path there."""
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    assert runner.invoke(app, ["snapshot"]).exit_code == 0
+    result = runner.invoke(app, ["sql", "select count(*) from read_parquet("
+                                        "'data/archive/table=facts/**/*.parquet', hive_partitioning = true)"])
+    assert result.exit_code != 0
+    assert "No files found" in result.output and "archive/table=<table>/**/*.parquet" in result.output

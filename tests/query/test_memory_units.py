@@ -49,6 +49,8 @@ def test_a_fact_folds_its_episodes_and_an_update_supersedes(settings: Settings) 
     # the current fact stands where the replaced statement ranked, and lists it among its sources: the
     # old value is found (as history under the current one), never first, and neither episode is repeated
     assert hits[0].table == "facts" and [s["id"] for s in hits[0].sources] == ["e0", "e2"]
+    # the Lisbon statement is marked as the history an update replaced (issue 45 #12), Porto's is the source
+    assert {s["id"]: s.get("replaced", False) for s in hits[0].sources} == {"e0": True, "e2": False}
     assert "I live in Porto now." not in texts and "I live in Lisbon." not in texts
     assert len(texts) == len(set(texts))
 
