@@ -96,8 +96,12 @@ def outside_data_blocks(prompt: str) -> str:
 
 def memory_record(id: str, type: str, date_: datetime | date | str | None, text: str,
                   **more: Any) -> dict[str, Any]:
-    """One quoted memory: its provenance (id, type, date) then its text."""
-    when = date_.isoformat() if isinstance(date_, (datetime, date)) else date_
+    """One quoted memory: its provenance (id, type, date) then its text. A time is given to the minute, a
+    midnight as the day alone: seconds and microseconds cost a prompt tokens and say nothing to a reader."""
+    if isinstance(date_, datetime):
+        when = date_.date().isoformat() if date_.time() == datetime.min.time() else date_.isoformat(timespec="minutes")
+    else:
+        when = date_.isoformat() if isinstance(date_, date) else date_
     return {"id": id, "type": type, "date": when, "text": text, **more}
 
 

@@ -112,7 +112,8 @@ def prefetched(user_id: str, settings: Settings | None = None) -> Prefetched | N
 def memory_records(hits: Sequence[Hit]) -> list[dict[str, Any]]:
     """Prefetched hits as quotable memories: provenance (id, type, date) and text; a fact in dispute says
     so (contested: true), so the agent does not take one side of a contradiction as settled."""
-    return [memory_record(h.id, h.table.removesuffix("s"), h.created_at, h.text,
+    # a fact's date is when what it states holds (its valid_from), not the night that wrote it
+    return [memory_record(h.id, h.table.removesuffix("s"), h.date or h.created_at, h.text,
                           **({"contested": True} if h.contested else {})) for h in hits]
 
 

@@ -51,6 +51,15 @@ def test_a_fact_from_the_last_night_reaches_passive_context(settings, con):
     assert [m["id"] for m in out["sections"]["memories"]] == ["fresh"]
 
 
+def test_a_quoted_fact_is_dated_when_what_it_states_holds_not_when_the_night_wrote_it(settings, con):
+    said = datetime(2023, 5, 7)
+    seed_facts(settings, con, [{"id": "f", "text": "Lena drinks oat milk in her coffee", "confidence": 0.5,
+                                "confidence_at": datetime.now(), "valid_from": said}])
+    pre = prefetch_context(["what milk does Lena drink?"], "u1", settings=settings, con=con, k=3)
+    out = build_context(["what milk does Lena drink?"], budget=1500, memories=pre)
+    assert [(m["id"], m["date"]) for m in out["sections"]["memories"]] == [("f", "2023-05-07")]
+
+
 def _memories(n: int) -> list[dict]:
     return [memory_record(f"fact_9c1e2a7b3d4f5a6b{i}", "fact", "2026-10-15T09:00:00",
                           "The user drinks green tea every morning before work.") for i in range(n)]
