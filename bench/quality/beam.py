@@ -226,7 +226,8 @@ def summarise(chats: list[dict[str, Any]]) -> dict[str, Any]:
                     cf.append(sc["current_first"])
         out[m] = {cat: float(np.mean(v)) for cat, v in per.items()}
         out[m]["current_first"] = float(np.mean(cf)) if cf else float("nan")
-        out[m]["instr_pref"] = float(np.mean(per["instruction_following"] + per["preference_following"]))
+        followed = per["instruction_following"] + per["preference_following"]
+        out[m]["instr_pref"] = float(np.mean(followed)) if followed else float("nan")
     links = [x for c in chats for x in c["linked"]]
     turns = sum(c["turns"] for c in chats)
     facts: dict[str, int] = defaultdict(int)
@@ -254,23 +255,32 @@ def chat_range(text: str) -> list[int]:
 
 def report(groups: dict[str, dict[str, Any]], command: str) -> str:
     """The markdown report: one column per method and group."""
-    names = list(groups)
-    cats = ["all", "temporal_reasoning", "information_extraction", "multi_session_reasoning", "knowledge_update",
-            "contradiction_resolution", "event_ordering", "summarization", "instruction_following",
-            "preference_following", "instr_pref", "current_first"]
     lines = [
         "# BEAM: memory from user-assistant transcripts (bench/quality/beam.py, issue 46)", "",
         f"- command: `{command}`",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()} {platform.system()} "
         f"{platform.release()}, {os.cpu_count()} cores (shared), Python {platform.python_version()}; "
         f"load average at the end {os.getloadavg()[0]:.1f}",
-        "- each chat one tenant, every turn an episode (role user/assistant, default origin), dated from its"
-        " batch's time anchor; `search_memory(question, limit=10)`; no LLM; BM25 = plain tokens over"
-        " \"role: content\"; raw = engram search after the embed stage, before the rest of the night", "",
-        "| measure | " + " | ".join(f"{m} {g}" for g in names for m in METHODS) + " |",
-        "|---|" + "---|" * (len(names) * len(METHODS)),
+        f"- {METHOD_NOTE}", "",
+        *tables(groups),
     ]
-    for cat in cats:
+    return "\n".join(lines) + "\n"
+
+
+METHOD_NOTE = ("each chat one tenant, every turn an episode (role user/assistant, default origin), dated from its"
+               " batch's time anchor; `search_memory(question, limit=10)`; no LLM; BM25 = plain tokens over"
+               " \"role: content\"; raw = engram search after the embed stage, before the rest of the night")
+CATEGORIES = ("all", "temporal_reasoning", "information_extraction", "multi_session_reasoning", "knowledge_update",
+              "contradiction_resolution", "event_ordering", "summarization", "instruction_following",
+              "preference_following", "instr_pref", "current_first")
+
+
+def tables(groups: dict[str, dict[str, Any]]) -> list[str]:
+    """The report's two tables (markdown lines): recall per category and method, then the night's counts."""
+    names = list(groups)
+    lines = ["| measure | " + " | ".join(f"{m} {g}" for g in names for m in METHODS) + " |",
+             "|---|" + "---|" * (len(names) * len(METHODS))]
+    for cat in CATEGORIES:
         cells = []
         for g in names:
             for m in METHODS:
@@ -291,7 +301,53 @@ def report(groups: dict[str, dict[str, Any]], command: str) -> str:
     ]
     for name, cell in rows:
         lines.append(f"| {name} | " + " | ".join(cell(groups[g]) for g in names) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def never_lines(never: dict[str, Any], name: str) -> list[str]:
+    """The never rule's links on a LoCoMo file (markdown lines)."""
+    return [f"## 'Never' links on {name} (no contradictions planted: every link counts as false)", "",
+            f"{len(never['links'])} links over {never['turns']} turns: {never['per_1000']:.2f} per 1,000 turns "
+            "(target <= 5)", "", *(f"- {' / '.join(t)}" for t in never["links"])]
+
+
+def chat_numbers(folder: Path) -> list[int]:
+    """The chats of a BEAM folder: its numbered subfolders, in order."""
+    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def evaluate(folder: Path, chats: list[int], groups: str = "1-5:chats 1-5;6-10:chats 6-10;1-10:all",
+             embedder: str = "minilm", locomo: Path | None = None, progress: Any = print) -> dict[str, Any]:
+    """Run the chats (each its own tenant, in a temporary store) and summarise them per group of chats
+    ("range:name;..."; a group with no chat run is left out); with `locomo`, also count the never rule's
+    links on that LoCoMo file."""
+    tmp = tempfile.TemporaryDirectory(prefix="engram-beam-")
+    before = os.environ.get("ENGRAM_DB_PATH")
+    os.environ["ENGRAM_DB_PATH"] = str(Path(tmp.name) / "beam.duckdb")
+    try:
+        settings = load_settings(llm="none", embedder=embedder)
+        emb = embedders.from_settings(settings)
+        runs = []
+        for n in chats:
+            c = run_chat(folder / str(n), n, settings, emb)
+            progress(f"chat {n}: {c['turns']} turns, embed {c['embed_s']:.1f} s, night {c['night_s']:.1f} s, "
+                     f"facts {dict(c['facts'])}, linked {c['linked']}")
+            runs.append(c)
+        never = locomo_never_links(locomo, settings, emb) if locomo else None
+    finally:
+        CACHE.clear()
+        tmp.cleanup()
+        if before is None:
+            os.environ.pop("ENGRAM_DB_PATH", None)
+        else:
+            os.environ["ENGRAM_DB_PATH"] = before
+    summary = {}
+    for spec in groups.split(";"):
+        rng, _, name = spec.partition(":")
+        members = [c for c in runs if c["chat"] in set(chat_range(rng))]
+        if members:
+            summary[name] = summarise(members)
+    return {"chats": runs, "groups": summary, "never": never}
 
 
 def main() -> None:
@@ -306,34 +362,14 @@ def main() -> None:
     ap.add_argument("--locomo", type=Path, default=None,
                     help="also count the never rule's links on this LoCoMo file (false links: it has none planted)")
     args = ap.parse_args()
-    tmp = tempfile.TemporaryDirectory(prefix="engram-beam-")
-    os.environ["ENGRAM_DB_PATH"] = str(Path(tmp.name) / "beam.duckdb")
-    settings = load_settings(llm="none")
-    embedder = embedders.from_settings(settings)
-    chats = []
-    for n in chat_range(args.chats):
-        c = run_chat(args.data / str(n), n, settings, embedder)
-        print(f"chat {n}: {c['turns']} turns, embed {c['embed_s']:.1f} s, night {c['night_s']:.1f} s, "
-              f"facts {dict(c['facts'])}, linked {c['linked']}", flush=True)
-        chats.append(c)
-    never = locomo_never_links(args.locomo, settings, embedder) if args.locomo else None
-    CACHE.clear()
-    tmp.cleanup()
-    groups = {}
-    for spec in args.groups.split(";"):
-        rng, _, name = spec.partition(":")
-        members = [c for c in chats if c["chat"] in set(chat_range(rng))]
-        if members:
-            groups[name] = summarise(members)
-    text = report(groups, " ".join(["python -m bench.quality.beam", *sys.argv[1:]]))
-    if never is not None:
-        text += (f"\n## 'Never' links on {args.locomo.name} (no contradictions planted: every link counts as false)\n\n"
-                 f"{len(never['links'])} links over {never['turns']} turns: {never['per_1000']:.2f} per 1,000 turns "
-                 "(target <= 5)\n\n" + "".join(f"- {' / '.join(t)}\n" for t in never["links"]))
+    result = evaluate(args.data, chat_range(args.chats), args.groups, locomo=args.locomo)
+    text = report(result["groups"], " ".join(["python -m bench.quality.beam", *sys.argv[1:]]))
+    if result["never"] is not None:
+        text += "\n" + "\n".join(never_lines(result["never"], args.locomo.name)) + "\n"
     print(text)
     args.out.write_text(text, encoding="utf-8")
     if args.json:
-        args.json.write_text(json.dumps({"chats": chats, "groups": groups}, default=str, indent=1))
+        args.json.write_text(json.dumps(result, default=str, indent=1))
 
 
 if __name__ == "__main__":

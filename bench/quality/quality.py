@@ -1,4 +1,4 @@
-"""Quality evaluation on real data: retrieval, dedupe, contradiction, knowledge update, extraction.
+"""Quality evaluation on real data: retrieval, dedupe, contradiction, knowledge update, extraction, BEAM.
 
     python -m bench.quality.quality [--data ../shared/data] [--out bench/quality/] [--quick] [--decay-rates 0 0.001 0.002]
 
@@ -31,8 +31,9 @@ DEFAULT_FILES = {
     "nli": "nli/mnli_dev_matched_binary_42.csv",
     "situatedqa": "situatedqa/qa_data_temp.dev.jsonl",
     "spc": "spc/Synthetic-Persona-Chat_valid.csv",
+    "beam": "beam/100K",  # a folder of numbered chats (bench/quality/beam.py)
 }
-EVALUATIONS = ("retrieval", "dedupe", "contradiction", "knowledge_update", "extraction")
+EVALUATIONS = ("retrieval", "dedupe", "contradiction", "knowledge_update", "extraction", "beam")
 # decay rates (per day) the LoCoMo nightly replay is repeated at; the configured rate is always added
 DECAY_RATES = (0.0, 0.002, 0.005, 0.01)  # each replay costs about a minute
 
@@ -47,13 +48,14 @@ class Sizes:
     nli_pairs: int | None = None
     situatedqa_questions: int | None = None
     spc_conversations: int = 150
+    beam_chats: int | None = None  # the first this many chats of the BEAM folder (None: every chat)
     decay_rates: tuple[float, ...] = DECAY_RATES
     notes: list[str] = field(default_factory=list)
 
 
 FULL = Sizes()
 QUICK = Sizes(locomo_questions=120, locomo_conversations=1, pair_train=600, nli_pairs=400,
-              situatedqa_questions=60, spc_conversations=15, decay_rates=())  # the configured rate only
+              situatedqa_questions=60, spc_conversations=15, beam_chats=1, decay_rates=())  # the configured rate only
 
 
 def resolve_paths(data: Path, overrides: dict[str, Path | None]) -> dict[str, Path]:
@@ -136,13 +138,29 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
     if "extraction" in only:
         out.setdefault("extraction", {})["spc"] = timed("extraction_spc", lambda: quality_extraction.run_spc(
             emb, paths["spc"], as_of, sizes.spc_conversations, llm=llm))
+    if "beam" in only:
+        from bench.quality import beam
+
+        chats = beam.chat_numbers(paths["beam"])[:sizes.beam_chats]
+        groups = ";".join([*(f"{a}-{b}:chats {a}-{b}" for a, b in _halves(chats)), f"{chats[0]}-{chats[-1]}:all"])
+        out["beam"] = timed("beam", lambda: beam.evaluate(
+            paths["beam"], chats, groups, embedder_name, paths["locomo"] if sizes.beam_chats is None else None,
+            progress=progress))
     out["embedding"] = {"texts_embedded": emb.embedded, "embed_s": round(emb.seconds, 1),
                         "cache_dir": str(emb.cache_dir) if emb.cache_dir else None}
     return out
 
 
+def _halves(chats: list[int]) -> list[tuple[int, int]]:
+    """The first and second half of the chat numbers, as (first, last) ranges (one range for one chat)."""
+    if len(chats) < 2:
+        return []
+    mid = (len(chats) + 1) // 2
+    return [(chats[0], chats[mid - 1]), (chats[mid], chats[-1])]
+
+
 def _needed(key: str, only: tuple[str, ...]) -> bool:
-    uses = {"locomo": ("retrieval", "extraction", "contradiction"), "msrp_train": ("dedupe",), "msrp_dev": ("dedupe",),
+    uses = {"locomo": ("retrieval", "extraction", "contradiction", "beam"), "beam": ("beam",), "msrp_train": ("dedupe",), "msrp_dev": ("dedupe",),
             "sick_train": ("dedupe", "contradiction"), "sick_dev": ("dedupe", "contradiction"),
             "nli": ("contradiction",), "situatedqa": ("knowledge_update",), "spc": ("extraction",)}
     return any(e in only for e in uses[key])

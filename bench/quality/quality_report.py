@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 CATS = ("multi-hop", "temporal", "single-hop", "open-domain", "adversarial")
@@ -45,7 +46,7 @@ def render(res: dict[str, Any]) -> str:
     ]
     if res["quick"]:
         lines += ["> **--quick run**: small samples; numbers are noisy and only show the command works.", ""]
-    for section in (_retrieval, _dedupe, _contradiction, _knowledge, _extraction, _verdicts):
+    for section in (_retrieval, _dedupe, _contradiction, _knowledge, _extraction, _beam, _verdicts):
         lines += section(res)
     if res.get("plots"):
         lines += ["## Plots", ""] + [f"![{k}]({v})" for k, v in res["plots"].items()] + [""]
@@ -403,6 +404,34 @@ def _extraction(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _beam(res: dict[str, Any]) -> list[str]:
+    b = res.get("beam")
+    if not b:
+        return []
+    from bench.quality.beam import METHOD_NOTE, tables
+
+    last = list(b["groups"])[-1]
+    g = b["groups"][last]
+    lines = [
+        "## 6. Agent transcripts (BEAM user-assistant chats)", "",
+        f"{len(b['chats'])} chats ({', '.join(str(c['chat']) for c in b['chats'])}); {METHOD_NOTE}. recall@10: share "
+        "of a question's source turns covered by the top 10 (a fact covers its provenance); current-first: the first "
+        "hit covering the old or the new turn of a knowledge update covers the new one; linked: the night connects "
+        "the two statements of a contradiction. Also `python -m bench.quality.beam` (bench/quality/BEAM.md).", "",
+        *tables(b["groups"]), "",
+        f"Against the targets of issue 46 ({last}): night {_f(g['night']['all'])} vs BM25 {_f(g['bm25']['all'])} "
+        f"({g['night']['all'] - g['bm25']['all']:+.3f}; >= +.15) and raw episodes {_f(g['raw']['all'])} "
+        f"({g['night']['all'] - g['raw']['all']:+.3f}; >= +.10); temporal {_f(g['night'].get('temporal_reasoning'))} "
+        f"vs BM25 {_f(g['bm25'].get('temporal_reasoning'))}; current-first {_f(g['night']['current_first'])} (>= .80); "
+        f"linked {g['linked'][0]} of {g['linked'][1]} (>= half); instruction + preference "
+        f"{_f(g['night']['instr_pref'])} (>= .60); facts per turn {g['facts_per_turn']:.2f} (<= 3).", "",
+    ]
+    if n := b.get("never"):
+        lines += [f"'Never' links on {Path(res['paths']['locomo']).name} (no contradictions planted: each one is "
+                  f"false): {len(n['links'])} over {n['turns']} turns, {n['per_1000']:.2f} per 1,000 turns (<= 5).", ""]
+    return lines
+
+
 def _verdicts(res: dict[str, Any]) -> list[str]:
     lines = ["## Thresholds: what the dev-split curves say", ""]
     d, c = res.get("dedupe"), res.get("contradiction")
@@ -512,6 +541,10 @@ def headline(res: dict[str, Any]) -> dict[str, Any]:
         out["contradiction_threshold_supported"] = c["chosen_threshold_on_sick_train"]
     if k := res.get("knowledge_update"):
         out["latest_at_1"] = {s: k[s]["latest_at_1"] for s in ("baseline_bm25", "episodes", "facts")}
+    if b := res.get("beam"):
+        g = b["groups"][list(b["groups"])[-1]]
+        out["beam_recall_at_10"] = {m: g[m]["all"] for m in ("bm25", "raw", "night")}
+        out["beam_current_first"] = g["night"]["current_first"]
     if e := res.get("extraction"):
         out["extraction"] = {key: {"precision": x["engram"]["precision"], "recall": x["engram"]["recall"]}
                              for key, x in e.items()}

@@ -67,6 +67,23 @@ def _write_data(root: Path) -> None:
          "answer": ["Jim"]},
     ]
     (root / "situatedqa" / "qa_data_temp.dev.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    chat = root / "beam" / "100K" / "1"
+    chat.mkdir(parents=True)
+    turns = [
+        {"role": "user", "id": 0, "time_anchor": "March-15-2024", "content": "My Zotero library has 45 sources. ->-> 1,1"},
+        {"role": "assistant", "id": 1, "content": "## Organising sources\n\n- Tag each source by theme.\n- Keep notes."},
+        {"role": "user", "id": 2, "content": "I have never used Mendeley for my essay. ->-> 1,2"},
+        {"role": "assistant", "id": 3, "content": "Noted, we will stay with Zotero."},
+        {"role": "user", "id": 4, "content": "I added more and my Zotero library has 52 sources now. ->-> 1,3"},
+        {"role": "assistant", "id": 5, "content": "Great progress on the library."},
+    ]
+    (chat / "chat.json").write_text(json.dumps([{"batch_number": 1, "time_anchor": "March-15-2024",
+                                                 "turns": [turns[:2], turns[2:4], turns[4:]]}]))
+    (chat / "probing_questions.json").write_text(json.dumps({
+        "knowledge_update": [{"question": "How many sources are in my Zotero library?",
+                              "source_chat_ids": {"original_info": [0], "updated_info": [4]}}],
+        "information_extraction": [{"question": "Which reference manager have I never used?", "source_chat_ids": [2]}],
+    }))
     (root / "spc").mkdir()
     conv = "User 1: I love to bake cookies.\nUser 2: I have two dogs.\nUser 1: Baking cookies is my passion."
     (root / "spc" / "Synthetic-Persona-Chat_valid.csv").write_text(
@@ -84,8 +101,13 @@ def test_eval_writes_report_and_json(settings, tmp_path: Path) -> None:
     report = (out / "QUALITY.md").read_text()
     stored = json.loads((out / "quality.json").read_text())
     for section in ("## 1. Retrieval", "## 2. Dedupe", "## 3. Contradiction", "## 4. Knowledge update",
-                    "## 5. Extraction", "## Thresholds"):
+                    "## 5. Extraction", "## 6. Agent transcripts", "## Thresholds"):
         assert section in report
+    # BEAM: one chat of three turns by the user; the later count answers first after the night
+    beam = stored["beam"]["groups"]["all"]
+    assert beam["turns"] == 6 and beam["facts"]["facts"] >= 2 and beam["facts"].get("assistant_only", 0) == 0
+    assert beam["night"]["current_first"] == 1.0 and 0 < beam["night"]["all"] <= 1
+    assert stored["beam"]["never"]["turns"] == 7  # the never rule's false links counted on the LoCoMo file
     # the ghost question (evidence to no turn) is skipped; 4 questions asked
     assert stored["retrieval"]["questions"] == 4
     # identical MSRP/SICK pairs are merged at the default, unrelated ones are not: dev precision 1.0
