@@ -65,12 +65,42 @@ class Postings:
         return np.asarray(self.docs[lo:hi]), np.asarray(self.tfs[lo:hi]), np.asarray(self.doc_lengths[lo:hi])
 
 
-def _average_length(parts: list[Postings]) -> float:
+class ScannedPostings:
+    """The lookup side of `postings` over a few token lists, without building them: a term's postings are
+    found by scanning the documents when a query first asks for it. The rows written since the last publish
+    are indexed again after every write (engram.index.merged), and a search asks for a handful of terms;
+    sorting every token of them into CSR postings each time cost more than the scans."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None) -> None:
+        self.docs = docs
+        self.lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
+        self.row_first = np.asarray(np.arange(len(docs) + 1) if row_first is None else row_first, np.int64)
+        if int(self.row_first[-1]) != len(docs) or (np.diff(self.row_first) < 1).any():
+            raise ValueError("row_first: every row needs at least one document, and they must add up to the docs")
+        self.n = len(docs)
+        self.n_rows = len(self.row_first) - 1
+        self.total_length = float(np.sum(self.lengths, dtype=np.float64))
+        self._hits: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def hit(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(doc ids, term frequencies, the docs' lengths) of one term, as Postings.hit."""
+        found = self._hits.get(term)
+        if found is None:
+            ids = np.fromiter((i for i, d in enumerate(self.docs) if term in d), dtype=np.intp)
+            tfs = np.fromiter((self.docs[i].count(term) for i in ids), dtype=np.float32, count=len(ids))
+            found = self._hits[term] = (ids, tfs, self.lengths[ids])
+        return found
+
+
+PostingsLike = Postings | ScannedPostings
+
+
+def _average_length(parts: list[PostingsLike]) -> float:
     total = sum(p.total_length for p in parts)
     return total / max(sum(p.n for p in parts), 1) if total else 1.0
 
 
-def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None]) -> list[np.ndarray]:
+def bm25_scores(parts: list[PostingsLike], query_tokens: Sequence[str], dead: list[np.ndarray | None]) -> list[np.ndarray]:
     """Okapi BM25 over several postings read as one corpus, one array per part; dead docs score 0 and are
     left out of the document count (their term counts stay: a small, temporary idf drift until the next
     publish)."""
@@ -78,7 +108,7 @@ def bm25_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[n
     return np.split(flat, np.cumsum([p.n for p in parts])[:-1])
 
 
-def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead: list[np.ndarray | None],
+def bm25_corpus_scores(parts: list[PostingsLike], query_tokens: Sequence[str], dead: list[np.ndarray | None],
                        n_live: int | None = None) -> np.ndarray:
     """bm25_scores in one array, the parts' documents one after another (`n_live`: the live document
     count when the caller keeps it)."""
@@ -105,7 +135,7 @@ def bm25_corpus_scores(parts: list[Postings], query_tokens: Sequence[str], dead:
     return flat
 
 
-def bm25_row_scores(parts: list[Postings], query_tokens: Sequence[str], dead_rows: list[np.ndarray | None],
+def bm25_row_scores(parts: list[PostingsLike], query_tokens: Sequence[str], dead_rows: list[np.ndarray | None],
                     n_live: int | None = None) -> np.ndarray:
     """BM25 of every row of the parts, one array (rows one part after another): each row's best document;
     dead rows score 0, and their documents are left out of the count (`n_live`: the live documents, when

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from engram.index.ann_graph import vector_rows
-from engram.index.bm25 import Postings, bm25_row_scores, docs_of_rows, postings
-from engram.index.passages import cached_tokens, passage_docs
+from engram.index.bm25 import ScannedPostings, bm25_row_scores, docs_of_rows
 from engram.index.generation import Generation
+from engram.index.passages import cached_tokens, passage_docs
 from engram.index.vector_index import (
     NO_CONTEXT,
     Context,
@@ -102,7 +102,7 @@ class PersistedTableIndex(TableIndex):
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
         self.delta_columns = delta_columns
-        self._delta_postings = Postings(postings(*passage_docs(text_list(delta.texts), cached_tokens)))
+        self._delta_postings = ScannedPostings(*passage_docs(text_list(delta.texts), cached_tokens))
         self._count_dead()
 
     @property

@@ -35,15 +35,28 @@ def spans(text: str) -> list[tuple[int, int]]:
     return passages(text) or [(0, len(text))]
 
 
+@lru_cache(maxsize=65_536)
+def cached_passages(text: str) -> tuple[tuple[str, ...], ...]:
+    """The text's passages, each tokenized (cached_tokens), kept: an index of recent rows is rebuilt on every
+    write, and its older rows were cut before."""
+    cut = spans(text)
+    if len(cut) == 1:
+        return (cached_tokens(text),)
+    return tuple(cached_tokens(text[s:e]) for s, e in cut)
+
+
 def passage_docs(texts: Sequence[str], tokenize: Callable[[str], Tokens]) -> tuple[list[Tokens], np.ndarray]:
     """Each row's passages as token lists, in row order, and the CSR offsets of each row's first one."""
     docs: list[Tokens] = []
     row_first = np.zeros(len(texts) + 1, np.int64)
     for r, text in enumerate(texts):
-        cut = spans(text)
-        if len(cut) == 1:
-            docs.append(tokenize(text))
+        if tokenize is cached_tokens:
+            docs.extend(cached_passages(text))
         else:
-            docs.extend(tokenize(text[s:e]) for s, e in cut)
+            cut = spans(text)
+            if len(cut) == 1:
+                docs.append(tokenize(text))
+            else:
+                docs.extend(tokenize(text[s:e]) for s, e in cut)
         row_first[r + 1] = len(docs)
     return docs, row_first

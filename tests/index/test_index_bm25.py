@@ -41,3 +41,24 @@ def test_bm25_empty_corpus():
     bm = BM25([])
     assert bm.score(["x"]).shape == (0,)
     assert np.all(BM25([[]]).score(["x"]) == 0)
+
+
+def test_scanned_postings_score_as_built_ones() -> None:
+    """The delta's postings found by scanning at query time give the hits and scores built postings give,
+    alone and read as one corpus with a generation's postings."""
+    from engram.index.bm25 import Postings, ScannedPostings, bm25_corpus_scores, postings
+
+    base = [["heron", "nest", "river"], ["otter", "swim"], ["heron", "heron", "fish"]]
+    delta = [["kingfisher", "dive", "river"], ["heron", "river", "river", "bank"], []]
+    row_first = np.array([0, 1, 3])  # the second row is two passages
+    built, scanned = Postings(postings(delta, row_first)), ScannedPostings(delta, row_first)
+    for term in ("river", "heron", "absent"):
+        for a, b in zip(built.hit(term), scanned.hit(term), strict=True):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), term
+    assert (scanned.n, scanned.n_rows, scanned.total_length) == (built.n, built.n_rows, built.total_length)
+    gen = Postings(postings(base))
+    query = ["heron", "river", "bank"]
+    assert np.allclose(bm25_corpus_scores([gen, built], query, [None, None]),
+                       bm25_corpus_scores([gen, scanned], query, [None, None]))
+    with pytest.raises(ValueError, match="row_first"):
+        ScannedPostings(delta, np.array([0, 2]))
