@@ -6,9 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import pytest
-
-from engram.index.vector_index import CACHE
 from engram.query import answer_order
 from engram.query.search import search_memory
 from tests.query_seed import T0, seed_episodes
@@ -43,13 +40,6 @@ def test_the_latest_count_of_a_thing_takes_the_first_of_its_places() -> None:
     same = _Hit("same", "The user has 4,500 words to submit", 0.1, date=T0 + timedelta(days=9))
     assert answer_order.latest_count_first([old, same], "How many words?") == [old, same]
     assert answer_order.latest_count_first([old, new], "Where is my draft?") == [old, new]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def test_search_answers_the_current_count_first(settings, con) -> None:

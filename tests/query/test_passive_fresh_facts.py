@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import pytest
-
-from engram.index.vector_index import CACHE
 from engram.llm.prompt_quote import (
     DATA_RULE,
     SHORT_DATA_RULE,
@@ -17,13 +14,6 @@ from engram.query.passive import build_context, prefetch_context
 from engram.query.search import search_memory
 from engram.query.wordpiece import count_tokens
 from tests.query_seed import seed_facts
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def test_a_fact_from_the_last_night_reaches_passive_context(settings, con):

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from engram.errors import FeatureDisabled
-from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.llm.prompt_quote import read_data_block, read_data_blocks
 from engram.query.ask import ask, grounding_coverage
@@ -18,13 +17,6 @@ FACTS = [
     {"id": "f2", "text": "Maya works night shifts on weekends.", "confidence": 0.8},
     {"id": "f3", "text": "Maya's brother Tom is a chef.", "confidence": 0.7},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def sources_in(prompt: str) -> dict[str, str]:

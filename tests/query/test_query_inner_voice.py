@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import FeatureDisabled, InvalidInput
-from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.query.inner_voice import inner_voice
 from engram.settings import load_settings
@@ -19,13 +18,6 @@ THOUGHTS = [
     ("t5", "Remember to renew the passport before June."),
 ]
 QUERY = "Alice Martin uses DuckDB for the analytics pipeline"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 @pytest.fixture

@@ -5,16 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engram.errors import InvalidInput
-from engram.index.vector_index import CACHE
 from engram.query.passive import prefetch_context, prefetched
 from tests.query_seed import seed_episodes, seed_facts
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def test_prefetch_caches_passive_hits_for_the_next_turn(settings, con):

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from engram.errors import InvalidInput
-from engram.index.vector_index import CACHE
 from engram.query.passive import PREFETCH, build_context, prefetch_context, prefetched
 from tests.query_seed import seed_facts
 
@@ -22,11 +21,9 @@ def passive_snippet() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_caches():
-    CACHE.clear()
+def _fresh_prefetch():
     PREFETCH._items.clear()
     yield
-    CACHE.clear()
     PREFETCH._items.clear()
 
 

@@ -6,19 +6,11 @@ import numpy as np
 import pytest
 
 from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput
-from engram.index.vector_index import CACHE
 from engram.query.retrieve import retrieve
 from engram.settings import load_settings
 from tests.query_seed import seed_episodes, seed_facts
 
 TOPIC = "the sailing boat on the harbour"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 @pytest.fixture

@@ -12,13 +12,6 @@ from engram.query import search_memory
 from tests.query_seed import T0, seed_episodes, seed_facts
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
-
-
 def ids(hits):
     return [h.id for h in hits]
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pytest
-
 from engram.index.vector_index import CACHE
 from engram.mcp.server import EngramMCP
 from engram.query import search_memory
@@ -14,13 +12,6 @@ from engram.query.warm import warm_up, warm_up_in_background
 from engram.store import db
 from engram.text import dates
 from tests.query_seed import seed_episodes, seed_facts
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def test_warm_up_builds_the_indexes_and_loads_the_date_parser(settings, con):

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import pytest
-
 from engram.consolidate.context import StageContext, new_review, queue_reviews
-from engram.index.vector_index import CACHE
 from engram.query.passive import build_context, memory_records
 from engram.query.render import hit_line
 from engram.query.search import search_memory
 from tests.query_seed import T0, seed_facts
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def _seed(settings, con, review_status: str = "pending") -> None:

@@ -5,19 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pyarrow as pa
-import pytest
 
-from engram.index.vector_index import CACHE
 from engram.query.search import search_memory
 from engram.store import db
 from tests.query_seed import T0, seed_episodes, seed_facts
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
-    yield
-    CACHE.clear()
 
 
 def _link(con, fact_id: str, episode_ids: list[str], relation: str = "extracted_from") -> None:

@@ -21,15 +21,6 @@ LONG = f"## Plan\n\n{FILLER}\n\n## Testing\n\n{FILLER}\n\n## Hosting\n\n{DEPLOY}
 TOPICS = "garden tea cat Oslo sister report budget river piano winter coffee train".split()
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    CACHE.clear()
-    PERSISTED.clear()
-    yield
-    CACHE.clear()
-    PERSISTED.clear()
-
-
 def _seed(settings, con):
     rows = [{"id": f"s{i}", "content": f"I mentioned the {w} and the {TOPICS[(i + 3) % len(TOPICS)]} again",
              "session_id": f"d{i}", "role": "user"} for i, w in enumerate(TOPICS * 3)]
