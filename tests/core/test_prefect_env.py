@@ -78,3 +78,24 @@ def test_no_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
     notice = "anonymous usage data"
     assert notice in _on_a_terminal("import prefect", tmp_path / "plain")  # what Prefect alone prints
     assert notice not in _on_a_terminal("import engram.flows.nightly", tmp_path / "engram")
+
+
+def test_the_temporary_servers_cancelled_close_is_dropped_and_nothing_else(caplog) -> None:
+    """PrefectHQ/prefect#16504: SQLAlchemy's pool logs a CancelledError while the temporary server stops."""
+    import asyncio
+    import logging
+
+    quiet_prefect({})
+    pool = logging.getLogger("sqlalchemy.pool.impl.NullPool")
+    caplog.set_level(logging.ERROR, logger=pool.name)
+    for exc in (asyncio.CancelledError(), OSError("disk gone")):
+        try:
+            raise exc
+        except BaseException:  # noqa: BLE001 - logged as the pool logs it
+            pool.error("Exception closing connection %r", "<AdaptedConnection>", exc_info=True)
+    pool.error("Exception during reset or similar")
+    kept = [(r.getMessage(), type(r.exc_info[1]).__name__ if r.exc_info else None) for r in caplog.records]
+    assert kept == [("Exception closing connection '<AdaptedConnection>'", "OSError"),
+                    ("Exception during reset or similar", None)]
+    quiet_prefect({})  # idempotent: one filter per logger
+    assert len([f for f in pool.filters if type(f).__name__ == "CancelledCloseFilter"]) == 1
