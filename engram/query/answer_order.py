@@ -32,7 +32,8 @@ def weigh(hits: Sequence[Any], query: str) -> None:
 
 def latest_count_first(hits: list[Any], query: str) -> list[Any]:
     """`hits` with, for each thing counted by two or more of them with different values, those hits put in
-    the places they hold, latest stated first (a count question only; otherwise `hits` as they are)."""
+    the places they hold, latest stated first, each with the score of its new place (a count question only;
+    otherwise `hits` as they are)."""
     if answer_type.expected(query) != answer_type.COUNT:
         return hits
     out = list(hits)
@@ -47,8 +48,10 @@ def latest_count_first(hits: list[Any], query: str) -> list[Any]:
         if len(slots) < 2 or len(values[unit]) < 2:
             continue
         members = sorted((out[i] for i in slots), key=_said_at, reverse=True)
-        for i, h in zip(slots, members, strict=True):
+        scores = [out[i].score for i in slots]
+        for i, h, score in zip(slots, members, scores, strict=True):
             out[i] = h
+            h.score = score  # a hit takes its place's score too: the relevance shown stays the order
     return out
 
 

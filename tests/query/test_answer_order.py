@@ -36,6 +36,7 @@ def test_the_latest_count_of_a_thing_takes_the_first_of_its_places() -> None:
     new = _Hit("new", "The final draft reached 4,700 words", 0.1, date=T0 + timedelta(days=9))
     got = answer_order.latest_count_first([old, other, new], "How many words does my draft have?")
     assert [h.id for h in got] == ["new", "other", "old"]
+    assert [h.score for h in got] == [0.3, 0.2, 0.1]  # each takes its place's score: the order stays by score
     # the same value twice, or a question that asks no count: the order stays
     same = _Hit("same", "The user has 4,500 words to submit", 0.1, date=T0 + timedelta(days=9))
     assert answer_order.latest_count_first([old, same], "How many words?") == [old, same]
@@ -55,3 +56,5 @@ def test_search_answers_the_current_count_first(settings, con) -> None:
     ids = [h.id for h in hits]
     assert ids.index("new") < ids.index("old")
     assert ids.index("new") < ids.index("plan")
+    shown = [h.relevance for h in hits]
+    assert shown == sorted(shown, reverse=True)  # the relevance printed is still the order
