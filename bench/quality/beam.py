@@ -317,15 +317,17 @@ def chat_numbers(folder: Path) -> list[int]:
 
 
 def evaluate(folder: Path, chats: list[int], groups: str = "1-5:chats 1-5;6-10:chats 6-10;1-10:all",
-             embedder: str = "minilm", locomo: Path | None = None, progress: Any = print) -> dict[str, Any]:
+             embedder: str | None = None, locomo: Path | None = None, progress: Any = print) -> dict[str, Any]:
     """Run the chats (each its own tenant, in a temporary store) and summarise them per group of chats
     ("range:name;..."; a group with no chat run is left out); with `locomo`, also count the never rule's
-    links on that LoCoMo file."""
-    tmp = tempfile.TemporaryDirectory(prefix="engram-beam-")
+    links on that LoCoMo file. `embedder`: the embedder setting (None: ENGRAM_EMBEDDER or the default)."""
+    if not chats:
+        raise ValueError(f"chats: no BEAM chat to run in {folder} (numbered folders with chat.json)")
+    tmp = tempfile.TemporaryDirectory(prefix="engram-beam-", ignore_cleanup_errors=True)
     before = os.environ.get("ENGRAM_DB_PATH")
     os.environ["ENGRAM_DB_PATH"] = str(Path(tmp.name) / "beam.duckdb")
     try:
-        settings = load_settings(llm="none", embedder=embedder)
+        settings = load_settings(llm="none", **({"embedder": embedder} if embedder else {}))
         emb = embedders.from_settings(settings)
         runs = []
         for n in chats:
@@ -335,12 +337,12 @@ def evaluate(folder: Path, chats: list[int], groups: str = "1-5:chats 1-5;6-10:c
             runs.append(c)
         never = locomo_never_links(locomo, settings, emb) if locomo else None
     finally:
-        CACHE.clear()
-        tmp.cleanup()
         if before is None:
             os.environ.pop("ENGRAM_DB_PATH", None)
         else:
             os.environ["ENGRAM_DB_PATH"] = before
+        CACHE.clear()
+        tmp.cleanup()
     summary = {}
     for spec in groups.split(";"):
         rng, _, name = spec.partition(":")

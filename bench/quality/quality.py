@@ -142,6 +142,10 @@ def run(paths: dict[str, Path], sizes: Sizes, embedder_name: str = "minilm", cac
         from bench.quality import beam
 
         chats = beam.chat_numbers(paths["beam"])[:sizes.beam_chats]
+        if not chats:
+            from engram.errors import InvalidInput
+
+            raise InvalidInput(f"beam: no numbered chat folder in {paths['beam']}")
         groups = ";".join([*(f"{a}-{b}:chats {a}-{b}" for a, b in _halves(chats)), f"{chats[0]}-{chats[-1]}:all"])
         out["beam"] = timed("beam", lambda: beam.evaluate(
             paths["beam"], chats, groups, embedder_name, paths["locomo"] if sizes.beam_chats is None else None,

@@ -406,7 +406,7 @@ def _extraction(res: dict[str, Any]) -> list[str]:
 
 def _beam(res: dict[str, Any]) -> list[str]:
     b = res.get("beam")
-    if not b:
+    if not b or not b.get("groups"):
         return []
     from bench.quality.beam import METHOD_NOTE, tables
 

@@ -2,10 +2,10 @@
 the latest value of a count first.
 
 "How many words does my draft have?": a memory stating no count ("The user is finalizing the draft by May
-15") may be about the draft, but it cannot answer, so it ranks ANSWERLESS_WEIGHT lower; of two memories
-counting the same thing ("4,500 words to submit", later "the final draft reached 4,700 words"), the later
-is the current value and takes the earlier one's place when it ranked below it. The set of results does not
-change, only their order (engram.text.answer_type, engram.text.counts).
+15") may be about the draft, but it cannot answer, so its score is weighed by ANSWERLESS_WEIGHT before the
+search cuts its candidates (engram.query.search._rank); of two results counting the same thing ("4,500 words
+to submit", later "the final draft reached 4,700 words"), the later is the current value and takes the
+earlier one's place when it ranked below it (engram.text.answer_type, engram.text.counts).
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from engram.text import answer_type
 from engram.text.counts import BARE, counts
 
 ANSWERLESS_WEIGHT = 0.5  # the score of a memory that states no value of the kind the question asks for
 
 
-def weigh(hits: Sequence[Any], query: str) -> None:
-    """Lower the score of each hit whose own text states no value of the kind `query` asks for."""
+def weights(texts: Sequence[str], query: str) -> np.ndarray | None:
+    """Each text's score weight for `query`: ANSWERLESS_WEIGHT where the text states no value of the kind the
+    query asks for, 1 elsewhere; None when the query asks for no such value."""
     kind = answer_type.expected(query)
     if kind is None:
-        return
-    for h in hits:
-        if not answer_type.states(h.text, kind):
-            h.score = round(h.score * ANSWERLESS_WEIGHT, 6)
+        return None
+    return np.array([1.0 if answer_type.states(t, kind) else ANSWERLESS_WEIGHT for t in texts])
 
 
 def latest_count_first(hits: list[Any], query: str) -> list[Any]:
@@ -37,17 +38,19 @@ def latest_count_first(hits: list[Any], query: str) -> list[Any]:
     if answer_type.expected(query) != answer_type.COUNT:
         return hits
     out = list(hits)
-    stated: dict[tuple[str, ...], list[int]] = {}
+    stated: dict[tuple[str, ...], list[Any]] = {}
     values: dict[tuple[str, ...], set[str]] = {}
-    for i, h in enumerate(out):
+    for h in out:
         for unit, value in counts(h.text).items():
             if unit[0] != BARE:
-                stated.setdefault(unit, []).append(i)
+                stated.setdefault(unit, []).append(h)
                 values.setdefault(unit, set()).add(value)
-    for unit, slots in stated.items():
-        if len(slots) < 2 or len(values[unit]) < 2:
+    for unit, holders in stated.items():
+        if len(holders) < 2 or len(values[unit]) < 2:
             continue
-        members = sorted((out[i] for i in slots), key=_said_at, reverse=True)
+        place = {id(h): i for i, h in enumerate(out)}  # where each hit is now: an earlier unit may have moved it
+        slots = sorted(place[id(h)] for h in holders)
+        members = sorted(holders, key=_said_at, reverse=True)
         scores = [out[i].score for i in slots]
         for i, h, score in zip(slots, members, scores, strict=True):
             out[i] = h

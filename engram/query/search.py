@@ -191,9 +191,7 @@ def _search(
         if "facts" not in tables:
             hits = candidates.retrying(_search_one, con, settings, "episodes", query, qvec, embedder, limit, f,
                                        method, windows=windows)
-            hits = matches.matching(hits, query)
-            answer_order.weigh(hits, query)
-            hits = answer_order.latest_count_first(sorted(hits, key=lambda h: -h.score), query)
+            hits = answer_order.latest_count_first(matches.matching(hits, query), query)
             mark_contested(con, hits, f.user_id)
         else:
             hits = candidates.retrying(_search_units, con, settings, query, qvec, embedder, tables, limit, f,
@@ -272,6 +270,8 @@ def _search_units(
     for ep in episodes:
         for fid in sorted({stands_for.get(fid, fid) for fid in facts_of.get(ep.id, ())} & fact_by_id.keys()):
             folded[fid].append(ep)
+    direct = {(e, stands_for.get(fid, fid)) for e, fid, *_ in links}
+    via_update = {(e, stands_for.get(fid, fid)) for e, fid in via_update} - direct
     for h in facts:
         h.sources = [{"id": e.id, "created_at": e.created_at, "text": e.text,
                       **({"replaced": True} if (e.id, h.id) in via_update else {})} for e in folded.get(h.id, ())]
@@ -280,17 +280,22 @@ def _search_units(
     units: list[Hit] = list(facts)
     if "episodes" in tables:
         units += episodes
-    answer_order.weigh(units, query)
     # facts first on a tie: a fact that inherited an episode's score stands for it
     units.sort(key=lambda h: (-h.score, h.table != "facts", h.id))
     units = matches.matching(units, query, episodes)
     out: list[Hit] = []
     covered: set[str] = set()
+    shown: set[str] = set()
     for h in units:
         if h.table == "episodes" and h.id in covered:
             continue
+        own = {src["id"] for src in h.sources if not src.get("replaced")}
+        if h.table == "facts" and own and own <= shown:
+            continue  # every episode it rests on is shown above it (an answer ranked the episode first)
         out.append(h)
         covered.update(src["id"] for src in h.sources)
+        if h.table == "episodes":
+            shown.add(h.id)
         if len(out) == limit:
             break
     out = answer_order.latest_count_first(out, query)
@@ -353,7 +358,7 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    hits = _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best)
+    hits = _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best, query)
     if index.table == "episodes":
         _add_passages(hits, query)
     return hits
@@ -468,7 +473,7 @@ def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 def _rank(
     index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
     limit: int, f: candidates.Filters, settings: Settings, context: Context, method: str,
-    windows: list[TimeWindow] | None = None, lenders: Lenders = (), lex_best: float = 0.0,
+    windows: list[TimeWindow] | None = None, lenders: Lenders = (), lex_best: float = 0.0, query: str = "",
 ) -> list[Hit]:
     ids = sorted(kept)
     pos = np.array([kept[i]["pos"] for i in ids], dtype=np.int64)  # candidates.fetch read them at these positions
@@ -506,6 +511,9 @@ def _rank(
         score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
     if lenders:
         score = _lend(score, ids, lenders)
+    weights = answer_order.weights([kept[i]["text"] for i in ids], query)
+    if weights is not None:  # a question asking a quantity: what states none ranks lower, before the cut
+        score = score * weights
     order = np.argsort(-score, kind="stable")
 
     def matched(j: int) -> dict[str, float]:

@@ -150,9 +150,10 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
         if not new or not last.segments or new[0].group(0) > last.segments[-1].path.name:
             segs = [Segment(folder / m.group(0), m.group(1), m.group(2) is not None) for m in new]
             known.update((seg.path.name, seg) for seg in segs)
-            others = last.others | {name for name in added if not _STEM.match(name)}
-            _LISTED[key] = _Listing(current, last.segments + segs, others, known)
-            return _LISTED[key].segments, others
+            extended = _Listing(current, last.segments + segs, last.others | {n for n in added if not _STEM.match(n)},
+                                known)
+            _LISTED[key] = extended
+            return extended.segments, extended.others
     out, others = [], set()
     for name in sorted(names):
         seg = known.get(name)

@@ -51,6 +51,3 @@ def counts(text: str) -> dict[tuple[str, ...], str]:
             continue
         out[tuple(suffix_stem(w) for w in unit)] = value
     return out
-
-
-BARE = "#"  # the key of a number with no noun after it
