@@ -108,7 +108,8 @@ def expected() -> dict[str, tuple[float, str]]:
         "alice works": (new_alice, "merged_into"),
         "f_coffee": (_decay(0.7, 5) / 2, "active"),
         "f_stale": (_decay(0.35, 100), "deprecated"),
-        "Bob never": (never, "deprecated"),
+        # below deprecate_below once halved, but a contradiction review waits on it: it stays, contested
+        "Bob never": (never, "active"),
         "Dana is": (_reinforce(0.5, 2), "active"),
     }
 
@@ -118,6 +119,6 @@ EXPECTED_EVENTS = {
     "alice works": ["created", "merged"],
     "f_coffee": ["contradicted"],
     "f_stale": ["deprecated"],
-    "Bob never": ["contradicted", "created", "deprecated"],
+    "Bob never": ["contradicted", "created"],
     "Dana is": ["created"],
 }

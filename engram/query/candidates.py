@@ -80,7 +80,7 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
     table = index.table
     held = index.candidate_rows(rows) if table in TEXT_FROM_INDEX else None
     if held is not None:
-        return _keep(index, held, f)
+        return _keep(index, held, f, con)
     inbox_rows = []
     if getattr(index, "inbox", None) is not None:  # rows written while the store was held: not in it yet
         first, columns = index.inbox
@@ -110,14 +110,16 @@ def fetch(con: db.Connection, index: Any, rows: Any, f: Filters) -> dict[str, di
         row["pos"] = at[rowid]  # the row's position in the index
     if table == "kg_entities":  # its query decides eligibility (no index of its own on disk)
         return {row["id"]: row for row in found.values() if row.pop("eligible")}
-    return _keep(index, list(found.values()) + inbox_rows, f)
+    return _keep(index, list(found.values()) + inbox_rows, f, con)
 
 
-def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[str, Any]]:
+def _keep(index: Any, rows: list[dict[str, Any]], f: Filters, con: db.Connection | None = None
+          ) -> dict[str, dict[str, Any]]:
     """The eligible rows keyed by id, each with its text from the index (text is immutable; content_hash
     is derived on demand) and, for facts, its confidence decayed to the time asked about (an instruction's or
-    preference's does not decay)."""
+    preference's does not decay). A fact in dispute (disputed_below) is kept too."""
     out = {}
+    halved: list[dict[str, Any]] = []
     for row in rows:
         if index.table == "facts":
             stored, since = row["confidence"], row.pop("confidence_at")
@@ -131,10 +133,26 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters) -> dict[str, dict[
                     row["standing"] = decayed(stored, since + timedelta(days=PASSIVE_GRACE_DAYS), f.at,
                                               f.decay_rate)
         if eligible(index.table, row, f):
-            row["text"] = index.candidate_text(row["pos"], row.get("role"))
-            row["content_hash"] = None
             out[row["id"]] = row
+        elif index.table == "facts" and disputed_below(row, f):
+            halved.append(row)
+    if halved and con is not None:
+        disputed = {r[0] for r in db.rows(con, "queries/query/contested_facts", user_id=f.user_id,
+                                          fact_ids=[r["id"] for r in halved])}
+        out |= {row["id"]: row for row in halved if row["id"] in disputed}
+    for row in out.values():
+        row["text"] = index.candidate_text(row["pos"], row.get("role"))
+        row["content_hash"] = None
     return out
+
+
+def disputed_below(row: dict[str, Any], f: Filters) -> bool:
+    """Whether a fact fails active search only by a confidence that a contradiction's halving took below the
+    floor (twice it would pass): if a contradiction review not yet applied names it, it is shown, marked
+    contested, rather than hidden while the dispute waits (without the store, with no reviews to read, it is
+    not). Passive context never offers it."""
+    return (not f.passive and row["confidence"] * 2 > f.min_confidence
+            and eligible("facts", dict(row, confidence=1.0), f))
 
 
 def eligible(table: str, row: dict[str, Any], f: Filters) -> bool:

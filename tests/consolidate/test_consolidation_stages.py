@@ -162,6 +162,10 @@ def test_tenants_with_work_include_archive_due_and_skip_idle(settings) -> None:
     assert tenants_with_work(settings, later) == ["u2"]
     with db.open_store(settings) as con:
         con.execute("update llm_reviews set status = 'applied'")
+    # the review decided, the side it halved below deprecate_below is due (a pending review had kept it)
+    assert tenants_with_work(settings, later) == ["u1", "u2"]
+    with db.open_store(settings) as con:
+        con.execute("update facts set status = 'deprecated' where user_id = 'u1' and text like 'Bob never%'")
     # u2's episode was never consolidated; u1 has nothing new a day later
     assert tenants_with_work(settings, later) == ["u2"]
     # past retention, u1's merged and deprecated facts are due for the archive: u1 has work again

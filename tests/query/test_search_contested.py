@@ -61,3 +61,23 @@ def test_an_episode_that_states_a_contested_fact_is_contested(settings, con) -> 
     hits = {h.id: h for h in search_memory("spicy", "episodes", 5, "u1", settings=settings, con=con)}
     assert hits["said-like"].contested and not hits["said-cat"].contested
     assert memory_records([hits["said-like"]])[0]["contested"] is True
+
+
+def test_a_plain_fact_halved_by_a_pending_dispute_stays_visible_contested(settings, con) -> None:
+    """A fact (not a preference) halved below the search floor by a contradiction is shown, contested, while
+    its review waits; once the review is applied, or in passive context, or when halving cannot explain how
+    low it is, it is not."""
+    now = datetime.now()
+    seed_facts(settings, con, [
+        {"id": "lives", "text": "Ann lives in Lisbon", "confidence": 0.25, "confidence_at": now},
+        {"id": "not", "text": "Ann does not live in Lisbon", "confidence": 0.25, "confidence_at": now},
+        {"id": "faded", "text": "Ann lives near Lisbon airport", "confidence": 0.1, "confidence_at": now},
+    ])
+    ctx = StageContext(settings, "u1", "night-1", T0)
+    queue_reviews(con, [new_review(ctx, "contradiction", ["lives", "not", "faded"], "negation; cos 0.900")])
+    hits = {h.id: h for h in search_memory("where does Ann live?", "facts", 5, "u1", settings=settings, con=con)}
+    assert set(hits) == {"lives", "not"} and all(h.contested for h in hits.values())
+    passive = search_memory("where does Ann live?", "facts", 5, "u1", settings=settings, con=con, mode="passive")
+    assert passive == []
+    con.execute("update llm_reviews set status = 'applied'")
+    assert search_memory("where does Ann live?", "facts", 5, "u1", settings=settings, con=con) == []
