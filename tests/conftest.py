@@ -36,6 +36,20 @@ def con(settings: Settings):
         yield connection
 
 
+@pytest.fixture
+def fresh_index_caches():
+    """Empty index caches before and after the test: a tenant's cached index from another test (same store
+    path, same user id) would be searched instead of the rows this test seeded."""
+    from engram.index.cache import PERSISTED
+    from engram.index.vector_index import CACHE
+
+    CACHE.clear()
+    PERSISTED.clear()
+    yield
+    CACHE.clear()
+    PERSISTED.clear()
+
+
 # Whole folders are slow by what they do: e2e runs the CLI in subprocesses, flows start Prefect's test
 # harness, reliability kills and fuzzes processes. `pytest -m "not slow"` is the inner loop's fast tier.
 SLOW_FOLDERS = ("e2e", "flows", "reliability")

@@ -8,7 +8,6 @@ import pytest
 from typer.testing import CliRunner
 
 from engram.cli.app import app
-from engram.index.vector_index import CACHE
 from engram.llm.fake import FakeLLM
 from engram.llm.prompt_quote import (
     DATA_RULE,
@@ -28,10 +27,8 @@ ROLE_STARTS = ("system", "assistant", "<|im_start|>", "data-")
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    CACHE.clear()
+def _fresh_cache(fresh_index_caches):
     yield
-    CACHE.clear()
 
 
 def assert_memory_only_quoted(prompt: str, ids: set[str]) -> None:

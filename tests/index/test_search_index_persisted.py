@@ -38,12 +38,8 @@ def settings(settings, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_caches():
-    CACHE.clear()
-    PERSISTED.clear()
+def _fresh_caches(fresh_index_caches):
     yield
-    CACHE.clear()
-    PERSISTED.clear()
 
 
 @pytest.fixture(params=[False, True], ids=["exact-base", "ann-base"])

@@ -1,18 +1,10 @@
-"""Every query test starts and ends with empty index caches: a tenant's cached index from another test
-(same store path, same user id) would be searched instead of the rows this test seeded."""
+"""Every query test starts and ends with empty index caches (tests/conftest.py `fresh_index_caches`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from engram.index.cache import PERSISTED
-from engram.index.vector_index import CACHE
-
 
 @pytest.fixture(autouse=True)
-def _fresh_index_caches():
-    CACHE.clear()
-    PERSISTED.clear()
+def _fresh_index_caches(fresh_index_caches):
     yield
-    CACHE.clear()
-    PERSISTED.clear()
