@@ -54,8 +54,7 @@ def update_frame(text: str) -> tuple[str, frozenset[str]] | None:
     frame, value = frame_of(text)
     if frame is None or not value:
         return None
-    answered = "?" in text.rstrip("?")
-    if answered or (tense(text) != "past" and claim_type(text) != "preference"):
+    if _answered(text) or (tense(text) != "past" and claim_type(text) != "preference"):
         return frame, value
     return None
 
@@ -122,7 +121,7 @@ COUNT_MIN_SHARED = 2  # content words, besides the counted thing, the two statem
 # module 65%" / "test coverage of the core modules 85%"): it asks for more of them in common
 PERCENT_MIN_SHARED = 4
 
-BARE_WINDOW = 8  # words before such a number among which its noun is looked for
+BARE_WINDOW = 8  # words before a bare number (counts.BARE) among which the noun it counts is looked for
 
 
 def _bare_nouns(text: str, value: str) -> set[str]:

@@ -21,15 +21,12 @@ def postings(docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None)
     """CSR postings of token lists: sorted terms, offsets into (docs, tfs, the docs' lengths), each
     doc's length, and where each row's docs start (`row_first`; default: one doc per row)."""
     lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
-    if row_first is None:
-        row_first = np.arange(len(docs) + 1, dtype=np.int64)
-    if int(row_first[-1]) != len(docs) or (np.diff(row_first) < 1).any():
-        raise ValueError("row_first: every row needs at least one document, and they must add up to the docs")
+    row_first = _row_first(len(docs), row_first)
     flat = [t for d in docs for t in d]
     if not flat:
         return {"bm25_terms": np.zeros(0, dtype="U1"), "bm25_offsets": np.zeros(1, np.int64),
                 "bm25_docs": np.zeros(0, np.int32), "bm25_tfs": np.zeros(0, np.float32), "bm25_lengths": lengths,
-                POSTING_LENGTHS: np.zeros(0, np.float32), ROW_FIRST: np.asarray(row_first, np.int64)}
+                POSTING_LENGTHS: np.zeros(0, np.float32), ROW_FIRST: row_first}
     doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths.astype(np.int64))
     terms, term_id = np.unique(np.array(flat), return_inverse=True)
     pair, tf = np.unique(term_id.astype(np.int64) * len(docs) + doc_of, return_counts=True)
@@ -38,7 +35,16 @@ def postings(docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None)
     np.cumsum(np.bincount(tid, minlength=len(terms)), out=offsets[1:])
     return {"bm25_terms": terms, "bm25_offsets": offsets, "bm25_docs": doc.astype(np.int32),
             "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths, POSTING_LENGTHS: lengths[doc],
-            ROW_FIRST: np.asarray(row_first, np.int64)}
+            ROW_FIRST: row_first}
+
+
+def _row_first(n_docs: int, row_first: np.ndarray | None) -> np.ndarray:
+    """Where each row's documents start (default: one document per row), checked: every row has at least
+    one, and they add up to the documents."""
+    row_first = np.arange(n_docs + 1, dtype=np.int64) if row_first is None else np.asarray(row_first, np.int64)
+    if int(row_first[-1]) != n_docs or (np.diff(row_first) < 1).any():
+        raise ValueError("row_first: every row needs at least one document, and they must add up to the docs")
+    return row_first
 
 
 class Postings:
@@ -74,9 +80,7 @@ class ScannedPostings:
     def __init__(self, docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None) -> None:
         self.docs = docs
         self.lengths = np.fromiter((len(d) for d in docs), dtype=np.float32, count=len(docs))
-        self.row_first = np.asarray(np.arange(len(docs) + 1) if row_first is None else row_first, np.int64)
-        if int(self.row_first[-1]) != len(docs) or (np.diff(self.row_first) < 1).any():
-            raise ValueError("row_first: every row needs at least one document, and they must add up to the docs")
+        self.row_first = _row_first(len(docs), row_first)
         self.n = len(docs)
         self.n_rows = len(self.row_first) - 1
         self.total_length = float(np.sum(self.lengths, dtype=np.float64))

@@ -18,7 +18,7 @@ import pyarrow as pa
 from engram.index.ann_graph import vector_rows
 from engram.index.bm25 import ScannedPostings, bm25_row_scores, docs_of_rows
 from engram.index.generation import Generation
-from engram.index.passages import cached_tokens, passage_docs
+from engram.index.passages import cached_passage_docs
 from engram.index.vector_index import (
     NO_CONTEXT,
     Context,
@@ -31,7 +31,6 @@ from engram.index.windows import in_windows, row_moments
 from engram.text.tokens import tokenize
 
 ANN_RESCORE = 100     # graph candidates rescored exactly per query, at least
-
 
 
 class _Ids:
@@ -102,7 +101,7 @@ class PersistedTableIndex(TableIndex):
         )
         self.pos = _Positions(gen, {i: nb + p for p, i in enumerate(delta.ids)}, dead)  # type: ignore[assignment]
         self.delta_columns = delta_columns
-        self._delta_postings = ScannedPostings(*passage_docs(text_list(delta.texts), cached_tokens))
+        self._delta_postings = ScannedPostings(*cached_passage_docs(text_list(delta.texts)))
         self._count_dead()
 
     @property

@@ -35,28 +35,35 @@ def spans(text: str) -> list[tuple[int, int]]:
     return passages(text) or [(0, len(text))]
 
 
-@lru_cache(maxsize=65_536)
-def cached_passages(text: str) -> tuple[tuple[str, ...], ...]:
-    """The text's passages, each tokenized (cached_tokens), kept: an index of recent rows is rebuilt on every
-    write, and its older rows were cut before."""
+def tokenized_passages(text: str, tokenize: Callable[[str], Tokens]) -> list[Tokens]:
+    """The text's passages (spans), each tokenized."""
     cut = spans(text)
     if len(cut) == 1:
-        return (cached_tokens(text),)
-    return tuple(cached_tokens(text[s:e]) for s, e in cut)
+        return [tokenize(text)]
+    return [tokenize(text[s:e]) for s, e in cut]
+
+
+@lru_cache(maxsize=65_536)
+def cached_passages(text: str) -> tuple[Tokens, ...]:
+    """tokenized_passages with cached_tokens, kept: an index of recent rows is rebuilt on every write, and its
+    older rows were cut before."""
+    return tuple(tokenized_passages(text, cached_tokens))
 
 
 def passage_docs(texts: Sequence[str], tokenize: Callable[[str], Tokens]) -> tuple[list[Tokens], np.ndarray]:
     """Each row's passages as token lists, in row order, and the CSR offsets of each row's first one."""
+    return _docs(texts, lambda text: tokenized_passages(text, tokenize))
+
+
+def cached_passage_docs(texts: Sequence[str]) -> tuple[list[Tokens], np.ndarray]:
+    """passage_docs with cached_tokens, each text cut and tokenized once per process (cached_passages)."""
+    return _docs(texts, cached_passages)
+
+
+def _docs(texts: Sequence[str], passages_of: Callable[[str], Sequence[Tokens]]) -> tuple[list[Tokens], np.ndarray]:
     docs: list[Tokens] = []
     row_first = np.zeros(len(texts) + 1, np.int64)
     for r, text in enumerate(texts):
-        if tokenize is cached_tokens:
-            docs.extend(cached_passages(text))
-        else:
-            cut = spans(text)
-            if len(cut) == 1:
-                docs.append(tokenize(text))
-            else:
-                docs.extend(tokenize(text[s:e]) for s, e in cut)
+        docs.extend(passages_of(text))
         row_first[r + 1] = len(docs)
     return docs, row_first

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from engram.arrays import unique_sorted
 from engram.index.bm25 import BM25
-from engram.index.passages import cached_tokens, passage_docs
+from engram.index.passages import cached_passage_docs
 from engram.settings import AGENT_ROLES
 from engram.store import db
 from engram.text.tokens import tokenize
@@ -120,7 +120,7 @@ class TableIndex:
         """BM25 over every row's text (a long one by its passages), built on first lexical use."""
         with self._lock:
             if self._bm25 is None:
-                self._bm25 = BM25(*passage_docs(text_list(self.texts), cached_tokens))
+                self._bm25 = BM25(*cached_passage_docs(text_list(self.texts)))
             return self._bm25
 
     def similarities(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:

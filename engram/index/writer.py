@@ -23,7 +23,6 @@ from engram import clock
 from engram.errors import StoreError
 from engram.index.ann_graph import GraphParams, write_graph
 from engram.index.bm25 import postings
-from engram.index.passages import passage_docs
 from engram.index.disk import (
     COLUMNS_FILE,
     CURRENT,
@@ -40,6 +39,7 @@ from engram.index.disk import (
     save_table,
     switch_to,
 )
+from engram.index.passages import passage_docs
 from engram.index.vector_index import (
     TableIndex,
     build_index,

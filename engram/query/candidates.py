@@ -12,6 +12,7 @@ import pyarrow as pa
 from engram.decay import decayed
 from engram.errors import StoreError
 from engram.index.vector_index import CACHE
+from engram.query.contested import disputed
 from engram.store import db
 from engram.text.sentences import LASTING_CLAIMS
 
@@ -137,9 +138,8 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters, con: db.Connection
         elif index.table == "facts" and disputed_below(row, f):
             halved.append(row)
     if halved and con is not None:
-        disputed = {r[0] for r in db.rows(con, "queries/query/contested_facts", user_id=f.user_id,
-                                          fact_ids=[r["id"] for r in halved])}
-        out |= {row["id"]: row for row in halved if row["id"] in disputed}
+        named = disputed(con, "facts", f.user_id, [r["id"] for r in halved])
+        out |= {row["id"]: row for row in halved if row["id"] in named}
     for row in out.values():
         row["text"] = index.candidate_text(row["pos"], row.get("role"))
         row["content_hash"] = None

@@ -79,8 +79,7 @@ def hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarr
     sim = float(sims[j]) if has_vec[j] and qvec is not None else None
     parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
              "recency": float(rec[j]), "confidence": float(conf[j])}
-    # relevance is set once the list is final: the fused score scaled 0-1 (engram.query.matches.show_order)
-    hit = hit_from_row(table, row, score, sim, 0.0, float(conf[j]), float(rec[j]), float(lex_scores[j]))
+    hit = hit_from_row(table, row, score, sim, float(conf[j]), float(rec[j]), float(lex_scores[j]))
     hit.parts = {k: round(v, 4) for k, v in parts.items()}
     return hit
 
@@ -89,7 +88,6 @@ def restates(a: str, b: str) -> bool:
     """Whether two texts share at least RESTATE_OVERLAP of their search words (Jaccard of the token sets)."""
     ta, tb = set(tokenize(a)), set(tokenize(b))
     return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
-
 
 
 def date_of(row: dict[str, Any]) -> datetime | None:
@@ -115,12 +113,13 @@ def near_kind(shown: dict[str, Any], candidate: dict[str, Any]) -> str | None:
     return None
 
 
-def hit_from_row(table: str, row: dict[str, Any], score: float, sim: float | None, relevance: float,
-                 conf: float, rec: float, lex: float) -> Hit:
-    """The Hit of a candidate row with its scores, rounded as results show them."""
+def hit_from_row(table: str, row: dict[str, Any], score: float, sim: float | None, conf: float, rec: float,
+                 lex: float) -> Hit:
+    """The Hit of a candidate row with its scores, rounded as results show them (relevance 0 until the list
+    is final: engram.query.matches.show_order)."""
     return Hit(
         id=row["id"], table=table, text=row["text"], score=round(score, 6),
-        similarity=None if sim is None else round(sim, 6), relevance=round(relevance, 6),
+        similarity=None if sim is None else round(sim, 6), relevance=0.0,
         confidence=round(conf, 6), recency=round(rec, 6), lexical_score=round(lex, 6),
         created_at=row.get("created_at"), content_hash=row.get("content_hash") or "",
         tags=list(row.get("tags") or []), status=row.get("status"), role=row.get("role"),

@@ -148,7 +148,7 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
         added = sorted(current - last.names)
         new = [m for m in map(_STEM.match, added) if m]
         if not new or not last.segments or new[0].group(0) > last.segments[-1].path.name:
-            segs = [Segment(folder / m.group(0), m.group(1), m.group(2) is not None) for m in new]
+            segs = [_segment(folder, m) for m in new]
             known.update((seg.path.name, seg) for seg in segs)
             extended = _Listing(current, last.segments + segs, last.others | {n for n in added if not _STEM.match(n)},
                                 known)
@@ -162,13 +162,18 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
             if not m:
                 others.add(name)
                 continue
-            seg = known[name] = Segment(folder / name, m.group(1), m.group(2) is not None)
+            seg = known[name] = _segment(folder, m)
         out.append(seg)
     if len(known) > 2 * len(names) + 64:  # names gone from the folder (folded, published) are forgotten
         for name in set(known) - current:
             known.pop(name, None)
     _LISTED[key] = _Listing(current, out, others, known)
     return out, others
+
+
+def _segment(folder: Path, name: re.Match[str]) -> Segment:
+    """The Segment of a file name that matched _STEM."""
+    return Segment(folder / name.group(0), name.group(1), name.group(2) is not None)
 
 
 @dataclass
