@@ -86,6 +86,10 @@ _FIRST_DATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-date
 # on this thread while the store is opened and the tenant's indexes are mapped (a one-shot `engram search`
 # at 1M facts: up to 0.25 s sooner to its answer, bench/perf/SEARCH.md).
 _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
+# In a table of this many vectors the nearest rows are found on this pool while BM25 scores the query's
+# words: the graph search is native code that lets go of the GIL, and at 1M rows each takes milliseconds.
+OVERLAP_NEAR_MIN = 100_000
+_NEAR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-near")
 
 
 def search_memory(
@@ -331,10 +335,12 @@ def search_table(
         return []
     windows = windows or []
     context = CONTEXT if index.table == "episodes" else NO_CONTEXT
-    lex = index.lexical_scores(query, context) if method != "vector" else None
-    lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
     cap = max(min(settings.db_limit, index.n), 1)
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
+    near_soon = (_NEAR.submit(index.vector_top, qvec, want, context)
+                 if method == "hybrid" and qvec is not None and index.n_vectors >= OVERLAP_NEAR_MIN else None)
+    lex = index.lexical_scores(query, context) if method != "vector" else None
+    lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
     # a window holding more rows than the cap is neither listed nor scored row by row (1M rows of
     # "today": ~150 ms of mapped vectors read): its rows are the ones near the query in a deeper vector
     # search, and the ones its words match, each checked for its date
@@ -346,7 +352,9 @@ def search_table(
         return index.dated_mask(rows, windows)
 
     while True:
-        rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best)
+        near = near_soon.result() if near_soon is not None else None
+        near_soon = None
+        rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best, near=near)
         if broad:
             rows += _candidate_rows(index, qvec, lex, want, context, method, inside=inside)
         elif len(dated):
@@ -406,19 +414,19 @@ def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windo
 def _candidate_rows(
     index: TableIndex, qvec: np.ndarray | None, lex: np.ndarray | None, want: int, context: Context, method: str,
     among: np.ndarray | None = None, lex_best: float | None = None,
-    inside: Callable[[np.ndarray], np.ndarray] | None = None,
+    inside: Callable[[np.ndarray], np.ndarray] | None = None, near: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[int]:
     """The `want` best rows by each ranking the method uses: of all rows, of the ascending positions
     `among`, or of the rows `inside` accepts (a window too large to list: the best among the BROAD_POOL
     nearest rows, and among the rows its words match); `lex_best`: the highest of all `lex` scores, when
-    the caller has it."""
+    the caller has it; `near`: index.vector_top(qvec, want, context), when the caller has it."""
     rows: set[int] = set()
     if method != "lexical" and qvec is not None:
         if inside is not None:
             near, _ = index.vector_top(qvec, max(BROAD_POOL, want), context)  # best first
             top = near[inside(near)][:want]
         elif among is None:
-            top, _ = index.vector_top(qvec, want, context)
+            top, _ = near if near is not None else index.vector_top(qvec, want, context)
         else:
             sims = index.similarities(qvec, among)
             top = among[np.argsort(-sims, kind="stable")[:want]]

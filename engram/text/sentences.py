@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from engram.text.tokens import (
     FILLER,
@@ -137,7 +138,10 @@ NEGATION_IDIOMS = re.compile(
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _negations(text: str) -> int:
-    low = NEGATION_IDIOMS.sub(" ", text.lower().replace("\u2019", "'"))
+    low = text.lower().replace("\u2019", "'")
+    if "n't" not in low and NEGATIONS.isdisjoint(word_tuple(text)):
+        return 0  # most statements: no negation word, so no idiom to take out first (each idiom has one)
+    low = NEGATION_IDIOMS.sub(" ", low)
     tokens = word_tuple(low)
     if "n't" not in low:  # no token ends with n't: count the listed ones (most texts; a night reads ~10^5)
         return sum(map(NEGATIONS.__contains__, tokens))
@@ -154,9 +158,6 @@ SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common t
 NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 
 
-def _content(tokens: set[str], values: set[str]) -> set[str]:
-    """Words that carry what a statement is about: no function words, no numbers or names (the values)."""
-    return {t for t in tokens if t not in STATEMENT_STOPWORDS and t not in values and not t[0].isdigit()}
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
@@ -209,11 +210,33 @@ def frame_of(text: str) -> tuple[str | None, frozenset[str]]:
     return " ".join(frame), frozenset(values)
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
+class _Reading(NamedTuple):
+    """What valence_conflict reads of one statement, once per text: its words, and of the statement with
+    its speaker prefix left out, the words, the names, the numbers and the content words (no function
+    words, no numbers)."""
+
+    words: frozenset[str]
+    own_words: frozenset[str]
+    names: frozenset[str]
+    numbers: frozenset[str]
+    content: frozenset[str]
+
+
+# smaller than the text caches: an entry holds five sets
+@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+def _reading(text: str) -> _Reading:
+    # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
+    # in the statement nor what it is about
+    own = _SPEAKER.sub("", text, count=1)
+    own_words = frozenset(word_tuple(own))
+    return _Reading(frozenset(word_tuple(text)), own_words, names(own), frozenset(_NUMBER.findall(own)),
+                    frozenset(t for t in own_words if t not in STATEMENT_STOPWORDS and not t[0].isdigit()))
+
+
 def _values(text: str) -> tuple[bool, bool]:
     """Whether a statement (its speaker prefix left out) has a number, and a name."""
-    t = _SPEAKER.sub("", text, count=1)
-    return _NUMBER.search(t) is not None, bool(names(t))
+    r = _reading(text)
+    return bool(r.numbers), bool(r.names)
 
 
 def may_differ_in_value(a: str, b: str) -> bool:
@@ -246,19 +269,17 @@ def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     """
     if _negations(a) != _negations(b):
         return "negation"
-    sa, sb = set(word_tuple(a)), set(word_tuple(b))
-    only_a, only_b = sa - sb, sb - sa
+    ra, rb = _reading(a), _reading(b)
+    only_a, only_b = ra.words - rb.words, rb.words - ra.words
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
             return "antonym"
-    if not may_differ_in_value(a, b):
+    if not ((ra.numbers and rb.numbers) or (ra.names and rb.names)):
         return None  # only "different value" is left, and it needs numbers or names on both sides
-    # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
-    # in the statement nor what it is about
-    a, b = _SPEAKER.sub("", a, count=1), _SPEAKER.sub("", b, count=1)
-    va, vb = set(word_tuple(a)), set(word_tuple(b))
-    ma, mb = names(a), names(b)
-    ca, cb = _content(va, ma | mb), _content(vb, ma | mb)
+    va, vb = ra.own_words, rb.own_words
+    ma, mb = ra.names, rb.names
+    # content words: no function words, no numbers or names (the values)
+    ca, cb = ra.content - ma - mb, rb.content - ma - mb
     if len(ca & cb) / max(len(ca | cb), 1) < SHARED_FOR_VALUE:
         return None
     # a content word each side has and the other lacks names another thing, not another value of one
@@ -266,11 +287,10 @@ def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     # swap_excuses=False (the merge rule) other values still keep the two apart
     if swap_excuses and ca - cb and cb - ca:
         return None
-    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
-    if na and nb and na != nb:
+    if ra.numbers and rb.numbers and ra.numbers != rb.numbers:
         return "different value"
     # a name the other side also uses anywhere, its speaker included ("Bye Nate!" said by Joanna, "Bye
     # Joanna!" said by Nate), is no swap
-    if ma - sb and mb - sa and max(len(va - vb), len(vb - va)) <= NAME_SWAP_MAX_WORDS:
+    if ma - rb.words and mb - ra.words and max(len(va - vb), len(vb - va)) <= NAME_SWAP_MAX_WORDS:
         return "different value"
     return None
