@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
-from engram.text.tokens import tokenize
+from engram.text.tokens import TEXT_CACHE_SIZE, tokenize
 
 # Two episodes at DIVERSITY_COSINE (engram.query.search) fold only when they also share this much of their
 # words (Jaccard of their search tokens): a fact is one sentence, so 0.8 cosine is a restatement, but an
@@ -75,7 +76,7 @@ def hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarr
             qvec: np.ndarray | None, lex_scores: np.ndarray, lex_top: float, rec: np.ndarray,
             conf: np.ndarray) -> Hit:
     """The Hit of candidate j at `score` (its own, or the score of the slot it takes), with its parts."""
-    row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
+    row["content_hash"] = row.get("content_hash") or text_hash(row["text"])
     sim = float(sims[j]) if has_vec[j] and qvec is not None else None
     parts = {"semantic": min(max(sim or 0.0, 0.0), 1.0), "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
              "recency": float(rec[j]), "confidence": float(conf[j])}
@@ -86,8 +87,21 @@ def hit_of(table: str, row: dict[str, Any], j: int, score: float, sims: np.ndarr
 
 def restates(a: str, b: str) -> bool:
     """Whether two texts share at least RESTATE_OVERLAP of their search words (Jaccard of the token sets)."""
-    ta, tb = set(tokenize(a)), set(tokenize(b))
+    ta, tb = _search_words(a), _search_words(b)
     return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
+
+
+# a search compares each shown episode with every near candidate, and the same turns come back search
+# after search: each text is tokenized (stemmed) once
+@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+def _search_words(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+def text_hash(text: str) -> str:
+    """content_hash, once per text (a search hashes its candidates that have no vector)."""
+    return content_hash(text)
 
 
 def date_of(row: dict[str, Any]) -> datetime | None:

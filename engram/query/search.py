@@ -38,14 +38,13 @@ from engram.query.common import (
 )
 from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
-from engram.query.hits import Hit, date_of, hit_of, near_kind, restates
+from engram.query.hits import Hit, date_of, hit_of, near_kind, restates, text_hash
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
-from engram.text.normalize import content_hash
 from engram.text.time_window import TimeWindow, in_any, query_windows
 
 log = logging.getLogger(__name__)
@@ -539,6 +538,9 @@ def _rank(
     # an identical text has the identical vector, so with a vector on every candidate the cosine test
     # folds exact duplicates too and no candidate's text needs hashing before it is shown
     hash_all = not has_vec.all()
+    # every candidate's cosine with every other, in one product: the loop below looks up a row of it for
+    # each candidate instead of a product of its own (a few hundred candidates: ~0.1 MB)
+    pairwise = cand_vecs @ cand_vecs.T if len(pos) <= PAIRWISE_MAX else None
     scanned_past_limit = 0
     for j in order:
         if score[j] <= 0:
@@ -551,14 +553,15 @@ def _rank(
                 break
         row = kept[ids[j]]
         if hash_all:
-            row["content_hash"] = row.get("content_hash") or content_hash(row["text"])
+            row["content_hash"] = row.get("content_hash") or text_hash(row["text"])
             if row["content_hash"] in kept_hashes:
                 hits[kept_hashes[row["content_hash"]]].absorbed.append(row["id"])
                 continue
         near = None
         if has_vec[j] and shown_rows:
             shown = np.asarray(shown_rows, np.int64)
-            close = owner[shown[cand_vecs[shown] @ cand_vecs[j] >= DIVERSITY_COSINE]]
+            cosines = pairwise[j, shown] if pairwise is not None else cand_vecs[shown] @ cand_vecs[j]
+            close = owner[shown[cosines >= DIVERSITY_COSINE]]
             if index.table == "episodes" and len(close):
                 close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
             near = int(close.min()) if len(close) else None
@@ -590,3 +593,4 @@ def _rank(
 
 
 SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
+PAIRWISE_MAX = 2048  # candidates compared in one product (its result: at most 16 MB of float32)
