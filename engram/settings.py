@@ -75,8 +75,8 @@ class Settings(BaseSettings):
         "Publish writes a tenant's table index from this many rows on (or when it has one already); smaller tables are searched in memory.",
     )
     search_embed_pending: int = bounded(
-        256, 0, 4096,
-        "A search embeds up to this many of the tenant's newest episodes the embedding queue has not reached, so they are found by meaning at once (0 = by their words only until embedded).",
+        16, 0, 4096,
+        "A search embeds up to this many of the tenant's newest episodes the embedding queue has not reached, so they are found by meaning at once (0 = by their words only until embedded). Each costs the search a model run (~4 ms short, ~15 ms a full 256-token window): the embedding worker embeds the rest.",
     )
     nightly_pair_index: bool = Field(
         True, description="Nightly pair search through the published facts index (off = read every fact vector and matmul; bench/perf/CONSOLIDATE.md)."

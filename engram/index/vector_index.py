@@ -246,7 +246,7 @@ class PendingFill:
 class _FillCache:
     """Vectors embedded on the fly, per (model, text), newest kept: every write changes the table's
     signature and rebuilds its index, and without this a search would embed the same pending rows again
-    each time (seconds with MiniLM for a backlog of 256)."""
+    each time (seconds with MiniLM for a backlog of hundreds)."""
 
     def __init__(self, max_entries: int = 8192) -> None:
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
