@@ -158,8 +158,6 @@ SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common t
 NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 
 
-
-
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def names(text: str) -> frozenset[str]:
     """Capitalised words past the first (names), lowercased (cached)."""
@@ -274,7 +272,7 @@ def valence_conflict(a: str, b: str, swap_excuses: bool = True) -> str | None:
     for word in only_a:
         if _ANTONYM_OF.get(word, set()) & only_b:
             return "antonym"
-    if not ((ra.numbers and rb.numbers) or (ra.names and rb.names)):
+    if not may_differ_in_value(a, b):
         return None  # only "different value" is left, and it needs numbers or names on both sides
     va, vb = ra.own_words, rb.own_words
     ma, mb = ra.names, rb.names
