@@ -315,7 +315,7 @@ def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: di
         f"- command: `{cmd}`", "",
         "One long-lived process loops add_episodes([one episode]) then search_memory(its made-up word, limit 10); "
         "ms per call, process start and a warm-up iteration per tenant excluded (a process's first search of a "
-        "tenant reads every inbox segment of it: ~150 per tenant at the night's start here, 0.1-0.5 s). Idle: the store alone for "
+        "tenant reads every inbox segment of it). Idle: the store alone for "
         f"{args.seconds:g} s; during the night: from just before it starts to its end.", "",
         "| phase | iterations | add p50 / p95 / p99 / max ms | search p50 / p95 / p99 / max ms | failures "
         "| found by words, same iteration | found by meaning |",

@@ -3,7 +3,7 @@ the latest value of a count first.
 
 "How many words does my draft have?": a memory stating no count ("The user is finalizing the draft by May
 15") may be about the draft, but it cannot answer, so its score is weighed by ANSWERLESS_WEIGHT before the
-search cuts its candidates (engram.query.search._rank); of two results counting the same thing ("4,500 words
+search cuts its candidates (engram.query.ranking.rank); of two results counting the same thing ("4,500 words
 to submit", later "the final draft reached 4,700 words"), the later is the current value and takes the
 earlier one's place when it ranked below it (engram.text.answer_type, engram.text.counts).
 """

@@ -1,5 +1,5 @@
 """One search result (Hit), how a ranked candidate row becomes one, and the rules that compare two
-candidate rows (a restatement, an update, a dispute) for the diversity step of engram.query.search."""
+candidate rows (a restatement, an update, a dispute) for the diversity step of engram.query.ranking."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
 from engram.text.tokens import TEXT_CACHE_SIZE, tokenize
 
-# Two episodes at DIVERSITY_COSINE (engram.query.search) fold only when they also share this much of their
+# Two episodes at DIVERSITY_COSINE (engram.query.ranking) fold only when they also share this much of their
 # words (Jaccard of their search tokens): a fact is one sentence, so 0.8 cosine is a restatement, but an
 # episode's vector reads a whole message (up to 256 tokens) and two replies of one conversation on one
 # topic reach 0.8-0.9 without restating each other (folded, they hid distinct turns on BEAM transcripts)
@@ -91,16 +91,28 @@ def restates(a: str, b: str) -> bool:
     return bool(ta | tb) and len(ta & tb) / len(ta | tb) >= RESTATE_OVERLAP
 
 
-# a search compares each shown episode with every near candidate, and the same turns come back search
-# after search: each text is tokenized (stemmed) once
-@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+# A search compares each shown episode with every near candidate, and the same turns come back search
+# after search: a text is tokenized (stemmed) and hashed once. Long texts (an agent's reply of pages) are
+# not kept: the caches would hold megabytes of them.
+CACHED_TEXT_MAX = 2_000
+
+
 def _search_words(text: str) -> frozenset[str]:
+    return _cached_search_words(text) if len(text) <= CACHED_TEXT_MAX else frozenset(tokenize(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+def _cached_search_words(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
 def text_hash(text: str) -> str:
-    """content_hash, once per text (a search hashes its candidates that have no vector)."""
+    """content_hash, kept per short text (a search hashes its candidates that have no vector)."""
+    return _cached_hash(text) if len(text) <= CACHED_TEXT_MAX else content_hash(text)
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
+def _cached_hash(text: str) -> str:
     return content_hash(text)
 
 

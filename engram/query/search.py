@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from datetime import datetime
 from typing import Any
@@ -31,48 +31,46 @@ from engram.query import answer_order, candidates, matches
 from engram.query.common import (
     embed_query,
     embedder_of,
-    recency,
     require_int,
     require_tags,
     require_text,
 )
 from engram.query.contested import mark_contested
 from engram.query.fact_sources import add_stored_sources
-from engram.query.hits import Hit, date_of, hit_of, near_kind, restates, text_hash
+from engram.query.hits import Hit
+from engram.query.ranking import (
+    RRF_K,
+    RRF_WEIGHT_LEXICAL,
+    RRF_WEIGHT_TIME,
+    RRF_WEIGHT_VECTOR,
+    Lenders,
+    rank,
+)
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
-from engram.text.time_window import TimeWindow, in_any, query_windows
+from engram.text.time_window import TimeWindow, query_windows
 
 log = logging.getLogger(__name__)
 
-# (score, row ids): a row ranked elsewhere (an episode) lending its score to the rows it stands behind
-Lenders = Sequence[tuple[float, Sequence[str]]]
 SEARCH_TYPES = {"facts": ("facts",), "episodes": ("episodes",), "both": ("facts", "episodes")}
 METHODS = ("hybrid", "vector", "lexical")
 MODES = ("active", "passive")
-# Fusion constants, chosen on the LoCoMo development split (bench/quality/locomo.py) and kept general:
-# a small RRF k rewards agreement at the top; lexical evidence weighs a bit more than MiniLM cosine
-# on conversational text; a turn borrows part of its session neighbours' scores, because an
-# answer sits next to the turn that shares the question's words: a turn after a question borrows
-# much of the question's score, and any turn a little of the turn after it (CONTEXT: before, after;
-# the index links a row to the row before it only when that row asks something). The weights were
-# checked leave-one-conversation-out on the five LoCoMo dev conversations (bench/quality/LOCOMO_LOCO.md).
-RRF_K = 10
-RRF_WEIGHT_LEXICAL = 1.0
-RRF_WEIGHT_VECTOR = 0.8
+# A turn borrows part of its session neighbours' scores (the fusion constants: engram.query.ranking),
+# because an answer sits next to the turn that shares the question's words: a turn after a question
+# borrows much of the question's score, and any turn a little of the turn after it (CONTEXT: before,
+# after; the index links a row to the row before it only when that row asks something). Chosen on the
+# LoCoMo development split and checked leave-one-conversation-out on its five conversations
+# (bench/quality/LOCOMO_LOCO.md).
 CONTEXT: Context = (0.75, 0.25)
-DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
-EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
 STALE_STATUSES = {"superseded", "retracted"}
 STALE_EPISODE_WEIGHT = 0.5    # an episode whose every fact was replaced by a newer one ranks this much lower
 MIN_CANDIDATES = 20           # vector top-20 (and lexical top-20) at least, per table
 # A question that names a time ("on 9 November, 2022", "last week") ranks the rows dated inside it a
-# third time, among themselves, fused like the other two rankings; WINDOW_CAP bounds the rows read.
-RRF_WEIGHT_TIME = 1.0
+# third time (engram.query.ranking.RRF_WEIGHT_TIME); WINDOW_CAP bounds the rows read.
 WINDOW_CAP = 20_000
 # A window holding more rows than WINDOW_CAP contributes the best of the BROAD_POOL rows nearest the
 # query (1M facts: 5 ms for 500, 16 ms for 1,000; scoring the 20,000 capped rows one by one took ~150 ms).
@@ -88,7 +86,7 @@ _FIRST_EMBED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embe
 # In a table of this many vectors the nearest rows are found on this pool while BM25 scores the query's
 # words: the graph search is native code that lets go of the GIL, and at 1M rows each takes milliseconds.
 OVERLAP_NEAR_MIN = 100_000
-_NEAR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-near")
+_NEAR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-near")  # a few searches at once
 
 
 def search_memory(
@@ -338,22 +336,27 @@ def search_table(
     want = min(max(MIN_CANDIDATES, 4 * limit), cap)
     near_soon = (_NEAR.submit(index.vector_top, qvec, want, context)
                  if method == "hybrid" and qvec is not None and index.n_vectors >= OVERLAP_NEAR_MIN else None)
-    lex = index.lexical_scores(query, context) if method != "vector" else None
-    lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
-    # a window holding more rows than the cap is neither listed nor scored row by row (1M rows of
-    # "today": ~150 ms of mapped vectors read): its rows are the ones near the query in a deeper vector
-    # search, and the ones its words match, each checked for its date
-    sized = index.dated_count(windows) if windows and index.table in WINDOW_SQL else None
-    broad = sized is not None and sized > WINDOW_CAP
-    dated = np.zeros(0, np.int64) if broad else _window_positions(con, index, f.user_id, windows)
+    try:
+        lex = index.lexical_scores(query, context) if method != "vector" else None
+        lex_best = float(lex.max()) if lex is not None and lex.size else 0.0  # read once: a 1M-row scan
+        # a window holding more rows than the cap is neither listed nor scored row by row (1M rows of
+        # "today": ~150 ms of mapped vectors read): its rows are the ones near the query in a deeper vector
+        # search, and the ones its words match, each checked for its date
+        sized = index.dated_count(windows) if windows and index.table in WINDOW_SQL else None
+        broad = sized is not None and sized > WINDOW_CAP
+        dated = np.zeros(0, np.int64) if broad else _window_positions(con, index, f.user_id, windows)
+    except BaseException:
+        if near_soon is not None:
+            wait([near_soon])  # a failed search leaves nothing of it running
+        raise
+    near = near_soon.result() if near_soon is not None else None
 
     def inside(rows: np.ndarray) -> np.ndarray:
         return index.dated_mask(rows, windows)
 
     while True:
-        near = near_soon.result() if near_soon is not None else None
-        near_soon = None
         rows = _candidate_rows(index, qvec, lex, want, context, method, lex_best=lex_best, near=near)
+        near = None  # found for the first `want`
         if broad:
             rows += _candidate_rows(index, qvec, lex, want, context, method, inside=inside)
         elif len(dated):
@@ -365,7 +368,7 @@ def search_table(
         want = min(want * 4, cap)
     if not kept:
         return []
-    hits = _rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best, query)
+    hits = rank(index, kept, qvec, lex, limit, f, settings, context, method, windows, lenders, lex_best, query)
     if index.table == "episodes":
         _add_passages(hits, query)
     return hits
@@ -377,22 +380,6 @@ def _add_passages(hits: list[Hit], query: str) -> None:
         span = matching_passage(hit.text, query)
         if span is not None:
             hit.passage = {"start": span[0], "end": span[1], "text": hit.text[span[0]:span[1]].strip()}
-
-
-def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
-    """Scores raised by the rows that lend theirs: each lender's score goes to the best-scored of its
-    rows among the candidates (a fact ranks where its best source episode would, and one episode
-    never lifts several facts). Lent before the cut, so a fact found only by its sources' words
-    is not lost to facts that match on their own."""
-    at = {row_id: j for j, row_id in enumerate(ids)}
-    own = score
-    score = score.copy()
-    for lent, row_ids in lenders:
-        js = [at[r] for r in row_ids if r in at]
-        if js:
-            best = max(js, key=lambda j: (own[j], ids[j]))
-            score[best] = max(score[best], lent)
-    return score
 
 
 def _window_positions(con: db.Connection, index: TableIndex, user_id: str, windows: list[TimeWindow]
@@ -466,131 +453,3 @@ def top_scored(scores: np.ndarray, want: int, best: float | None = None) -> np.n
     cut = -np.partition(-values, want - 1)[want - 1]  # the want-th highest score
     above = pos[values > cut]
     return np.sort(np.concatenate([above, pos[values == cut][: want - len(above)]]))
-
-
-def _ranks(keys: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """1-based rank by descending key among eligible entries; 0 where not eligible."""
-    ranks = np.zeros(len(keys), dtype=np.int64)
-    idx = np.flatnonzero(eligible)
-    order = idx[np.argsort(-keys[idx], kind="stable")]
-    ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
-
-
-def _rank(
-    index: TableIndex, kept: dict[str, dict[str, Any]], qvec: np.ndarray | None, lex: np.ndarray | None,
-    limit: int, f: candidates.Filters, settings: Settings, context: Context, method: str,
-    windows: list[TimeWindow] | None = None, lenders: Lenders = (), lex_best: float = 0.0, query: str = "",
-) -> list[Hit]:
-    ids = sorted(kept)
-    pos = np.array([kept[i]["pos"] for i in ids], dtype=np.int64)  # candidates.fetch read them at these positions
-    has_vec = index.vec_row[pos] >= 0
-    cand_vecs = np.zeros((len(pos), index.dim), dtype=np.float32)  # read once: an on-disk index pays per read
-    if has_vec.any():
-        cand_vecs[has_vec] = index.vectors(index.vec_row[pos[has_vec]])
-    if qvec is not None:
-        sims = cand_vecs @ qvec
-        ctx = sims.copy()
-        for weight, nb in zip(context, (index.prev[pos], index.next[pos]), strict=True):
-            ok = nb >= 0
-            if weight > 0 and ok.any():
-                ctx[ok] += weight * index.similarities(qvec, nb[ok])
-    else:
-        sims = ctx = np.zeros(len(pos), dtype=np.float32)
-    conf = np.array([float(kept[i].get("confidence", EPISODE_CONFIDENCE) or 0.0) for i in ids])
-    rec = np.array([recency(kept[i].get("created_at"), f.at) for i in ids])
-    relevance = settings.weight_similarity * ctx + settings.weight_confidence * conf + settings.weight_recency * rec
-    lex_scores = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
-    lex_top = lex_best if lex_best > 0 else 1.0
-    score = np.zeros(len(pos))
-    if method != "lexical":
-        vrank = _ranks(relevance, has_vec)
-        score += np.where(vrank > 0, RRF_WEIGHT_VECTOR / (RRF_K + vrank), 0.0)
-    if method != "vector":
-        lrank = _ranks(lex_scores, lex_scores > 0)
-        score += np.where(lrank > 0, RRF_WEIGHT_LEXICAL / (RRF_K + lrank), 0.0)
-    if method == "vector":
-        score = np.where(has_vec, relevance, 0.0)
-    if windows:
-        # the rows dated inside the time asked about, ranked among themselves by the fused score
-        inside = np.array([in_any(windows, date_of(kept[i])) for i in ids]) & (score > 0)
-        trank = _ranks(score, inside)
-        score = score + np.where(trank > 0, RRF_WEIGHT_TIME / (RRF_K + trank), 0.0)
-    if lenders:
-        score = _lend(score, ids, lenders)
-    weights = answer_order.weights([kept[i]["text"] for i in ids], query)
-    if weights is not None:  # a question asking a quantity: what states none ranks lower, before the cut
-        score = score * weights
-    order = np.argsort(-score, kind="stable")
-
-    def matched(j: int) -> dict[str, float]:
-        return {"semantic": float(ctx[j]) if has_vec[j] and qvec is not None else 0.0,
-                "lexical": min(float(lex_scores[j]) / lex_top, 1.0),
-                "dated": float(bool(windows) and in_any(windows, date_of(kept[ids[j]]))),
-                "after_question": float(context[0] > 0 and index.prev[pos[j]] >= 0)}
-
-    # candidate j is a near restatement of a hit shown so far when its cosine with that hit's candidate
-    # reaches DIVERSITY_COSINE: compared with the shown ones only (a few), not every candidate with every other
-    hits: list[Hit] = []
-    owner = np.full(len(pos), -1, np.int64)  # candidate index -> the hit it is shown as (hits with a vector)
-    shown_rows: list[int] = []  # candidates with an owner, in the order they were shown
-    kept_hashes: dict[str, int] = {}  # content hash -> index of the hit that shows it
-    # an identical text has the identical vector, so with a vector on every candidate the cosine test
-    # folds exact duplicates too and no candidate's text needs hashing before it is shown
-    hash_all = not has_vec.all()
-    # every candidate's cosine with every other, in one product: the loop below looks up a row of it for
-    # each candidate instead of a product of its own (a few hundred candidates: ~0.1 MB)
-    pairwise = cand_vecs @ cand_vecs.T if len(pos) <= PAIRWISE_MAX else None
-    scanned_past_limit = 0
-    for j in order:
-        if score[j] <= 0:
-            break
-        if len(hits) >= limit:
-            # past the last slot only a near restatement (an update, a duplicate to fold) matters;
-            # those rank close to what they restate, so the scan stops a few slots' worth further on
-            scanned_past_limit += 1
-            if scanned_past_limit > SCAN_PAST_LIMIT * limit:
-                break
-        row = kept[ids[j]]
-        if hash_all:
-            row["content_hash"] = row.get("content_hash") or text_hash(row["text"])
-            if row["content_hash"] in kept_hashes:
-                hits[kept_hashes[row["content_hash"]]].absorbed.append(row["id"])
-                continue
-        near = None
-        if has_vec[j] and shown_rows:
-            shown = np.asarray(shown_rows, np.int64)
-            cosines = pairwise[j, shown] if pairwise is not None else cand_vecs[shown] @ cand_vecs[j]
-            close = owner[shown[cosines >= DIVERSITY_COSINE]]
-            if index.table == "episodes" and len(close):
-                close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
-            near = int(close.min()) if len(close) else None
-        kind = near_kind(kept[hits[near].id], row) if near is not None else None
-        if kind == "disputes":
-            near = None  # the other side of a contradiction is no restatement: both are shown
-        if near is None and len(hits) >= limit:
-            continue  # every slot is taken: a later candidate can only take one as an update
-        if near is not None:
-            if kind == "updates":
-                # the later statement of the same thing with another value is the current one: it takes the slot
-                hit = hit_of(index.table, row, j, hits[near].score, sims, has_vec, qvec, lex_scores, lex_top, rec,
-                              conf)
-                hit.absorbed = [*hits[near].absorbed, hits[near].id]
-                hit.match = matched(j)
-                hits[near] = hit
-                kept_hashes[hit.content_hash] = near
-            else:
-                hits[near].absorbed.append(row["id"])
-            continue
-        hit = hit_of(index.table, row, j, float(score[j]), sims, has_vec, qvec, lex_scores, lex_top, rec, conf)
-        hit.match = matched(j)
-        kept_hashes[hit.content_hash] = len(hits)
-        if has_vec[j]:
-            owner[j] = len(hits)  # later candidates are compared with this one's vector, as before an update
-            shown_rows.append(int(j))
-        hits.append(hit)
-    return hits
-
-
-SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot
-PAIRWISE_MAX = 2048  # candidates compared in one product (its result: at most 16 MB of float32)

@@ -1,6 +1,5 @@
-"""The search's shortcuts for large tables answer as the plain path does: the nearest rows found on a
-thread while BM25 scores the words (search.OVERLAP_NEAR_MIN), and the candidates' cosines with each other
-in one product (search.PAIRWISE_MAX)."""
+"""The search's shortcut for large tables answers as the plain path does: the nearest rows found on a
+thread while BM25 scores the words (search.OVERLAP_NEAR_MIN)."""
 
 from __future__ import annotations
 
@@ -25,19 +24,33 @@ def _results(settings, con):
              search_memory(q, "both", 4, "u1", settings=settings, con=con)] for q in QUERIES]
 
 
-@pytest.mark.parametrize("shortcut", ["overlap_near", "pairwise_off"])
-def test_a_shortcut_gives_the_plain_results(settings, con, monkeypatch, shortcut):
+def test_the_nearest_rows_found_on_a_thread_give_the_plain_results(settings, con, monkeypatch):
     seed_episodes(settings, con, [{"id": f"e{i}", "content": t, "session_id": "s"} for i, t in enumerate(TEXTS)])
     seed_facts(settings, con, [{"id": f"f{i}", "text": t} for i, t in enumerate(TEXTS)])
     plain = _results(settings, con)
     assert any(len(r) >= 2 for r in plain)
-    if shortcut == "overlap_near":  # every table counts as large: its nearest rows come from the thread
-        calls = []
-        real = search._NEAR.submit
-        monkeypatch.setattr(search, "OVERLAP_NEAR_MIN", 0)
-        monkeypatch.setattr(search._NEAR, "submit", lambda fn, *a: calls.append(fn) or real(fn, *a))
-        assert _results(settings, con) == plain
-        assert calls
-    else:  # every candidate compared with the shown ones by its own product
-        monkeypatch.setattr(search, "PAIRWISE_MAX", 0)
-        assert _results(settings, con) == plain
+    calls = []
+    real = search._NEAR.submit
+    monkeypatch.setattr(search, "OVERLAP_NEAR_MIN", 0)  # every table counts as large
+    monkeypatch.setattr(search._NEAR, "submit", lambda fn, *a: calls.append(fn) or real(fn, *a))
+    assert _results(settings, con) == plain
+    assert calls
+
+
+def test_a_failing_lexical_step_leaves_no_search_running(settings, con, monkeypatch):
+    from engram.index.vector_index import TableIndex
+
+    seed_episodes(settings, con, [{"id": f"e{i}", "content": t} for i, t in enumerate(TEXTS)])
+    monkeypatch.setattr(search, "OVERLAP_NEAR_MIN", 0)
+    futures = []
+    real = search._NEAR.submit
+    monkeypatch.setattr(search._NEAR, "submit", lambda fn, *a: futures.append(real(fn, *a)) or futures[-1])
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("lexical step failed")
+
+    monkeypatch.setattr(TableIndex, "lexical_scores", fail)
+    CACHE.clear()
+    with pytest.raises(RuntimeError, match="lexical step failed"):
+        search_memory("sister Oslo", "episodes", 3, "u1", settings=settings, con=con)
+    assert futures and all(f.done() for f in futures)
