@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from engram.text.normalize import content_hash
 from engram.text.sentences import valence_conflict
-from engram.text.tokens import TEXT_CACHE_SIZE, tokenize
+from engram.text.tokens import TEXT_CACHE_SIZE, kept_per_text, tokenize
 
 # Two episodes at DIVERSITY_COSINE (engram.query.ranking) fold only when they also share this much of their
 # words (Jaccard of their search tokens): a fact is one sentence, so 0.8 cosine is a restatement, but an
@@ -92,27 +91,15 @@ def restates(a: str, b: str) -> bool:
 
 
 # A search compares each shown episode with every near candidate, and the same turns come back search
-# after search: a text is tokenized (stemmed) and hashed once. Long texts (an agent's reply of pages) are
-# not kept: the caches would hold megabytes of them.
-CACHED_TEXT_MAX = 2_000
-
-
+# after search: a text is tokenized (stemmed) and hashed once.
+@kept_per_text(TEXT_CACHE_SIZE // 8)
 def _search_words(text: str) -> frozenset[str]:
-    return _cached_search_words(text) if len(text) <= CACHED_TEXT_MAX else frozenset(tokenize(text))
-
-
-@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
-def _cached_search_words(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
 
+@kept_per_text(TEXT_CACHE_SIZE // 8)
 def text_hash(text: str) -> str:
-    """content_hash, kept per short text (a search hashes its candidates that have no vector)."""
-    return _cached_hash(text) if len(text) <= CACHED_TEXT_MAX else content_hash(text)
-
-
-@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
-def _cached_hash(text: str) -> str:
+    """content_hash, kept per text (a search hashes its candidates that have no vector)."""
     return content_hash(text)
 
 

@@ -12,6 +12,7 @@ from engram.text.tokens import (
     NOT_NAMES,
     STATEMENT_STOPWORDS,
     TEXT_CACHE_SIZE,
+    kept_per_text,
     word_tuple,
     words,
 )
@@ -217,20 +218,9 @@ class _Reading(NamedTuple):
     content: frozenset[str]
 
 
-READ_ONCE_MAX = 2_000  # longer texts (an agent's reply of pages) are read each time, not kept
-
-
-def _reading(text: str) -> _Reading:
-    return _kept_reading(text) if len(text) <= READ_ONCE_MAX else _read(text)
-
-
 # smaller than the text caches: an entry holds five sets
-@lru_cache(maxsize=TEXT_CACHE_SIZE // 8)
-def _kept_reading(text: str) -> _Reading:
-    return _read(text)
-
-
-def _read(text: str) -> _Reading:
+@kept_per_text(TEXT_CACHE_SIZE // 8)
+def _reading(text: str) -> _Reading:
     # values are read from the statement itself: a speaker prefix ("Caroline: ...") is neither a name
     # in the statement nor what it is about
     own = _SPEAKER.sub("", text, count=1)

@@ -17,9 +17,13 @@ and stemmer stays as its rules were tuned.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 import snowballstemmer
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- search tokens (BM25)
 
@@ -51,6 +55,25 @@ _WORD = re.compile(r"[a-z0-9']+")
 # The pair rules read the same statement once for every pair it is in (thousands of pairs per night):
 # the per-text reads are cached, immutable, bounded.
 TEXT_CACHE_SIZE = 1 << 16
+# Texts longer than this (an agent's reply of pages) are read each time by the caches of kept_per_text:
+# kept, a few thousand of them would hold megabytes.
+KEPT_TEXT_MAX = 2_000
+
+
+def kept_per_text(maxsize: int) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """Cache a pure function of one text (lru_cache of `maxsize`) for texts up to KEPT_TEXT_MAX characters;
+    a longer text is read each time."""
+
+    def wrap(read: Callable[[str], T]) -> Callable[[str], T]:
+        kept = lru_cache(maxsize=maxsize)(read)
+
+        @wraps(read)
+        def call(text: str) -> T:
+            return kept(text) if len(text) <= KEPT_TEXT_MAX else read(text)
+
+        return call
+
+    return wrap
 
 
 def words(text: str) -> list[str]:
