@@ -78,6 +78,13 @@ class Settings(BaseSettings):
         16, 0, 4096,
         "A search embeds up to this many of the tenant's newest episodes the embedding queue has not reached, so they are found by meaning at once (0 = by their words only until embedded). Each costs the search a model run (~4 ms short, ~15 ms a full 256-token window): the embedding worker embeds the rest.",
     )
+    embed_on_write: int = bounded(
+        16, 0, 4096,
+        "A write of at most this many episodes stores their vectors with them when the process already has a "
+        "local embedding model loaded (an agent that also searches; never a model load or a network call on a "
+        "write): its searches, other readers and the embedding worker then have nothing to embed for them. "
+        "Each costs the write a model run (~5 ms for a short text). 0 = writes never embed.",
+    )
     nightly_pair_index: bool = Field(
         True, description="Nightly pair search through the published facts index (off = read every fact vector and matmul; bench/perf/CONSOLIDATE.md)."
     )

@@ -9,8 +9,9 @@ per tenant excluded: the first search of a tenant in a process reads all of the 
 The baseline phase runs the loop on an idle store; the busy phase runs it from just before the night
 (consolidate_tenants over every tenant, in another process) to its end. Found by meaning (a paraphrase
 sharing no word finds the episode within 10 s, searched by the vector path alone: a hybrid search may
-rank the paraphrase's word matches above it) is measured while a worker process calls
-engram.embed.worker.drain_once in a loop during both phases.
+rank the paraphrase's word matches above it) is measured while the embedding worker runs in another
+process during both phases, as `engram embed --watch` runs it (engram.embed.worker.watch, a pass every
+ENGRAM_EMBED_POLL_S, or every --worker-poll seconds).
 """
 
 from __future__ import annotations
@@ -201,13 +202,30 @@ class MeaningProbe:
 
 
 def embed_worker(config: str) -> None:
-    """The side process that drains the embedding queue with engram.embed.worker.drain_once."""
+    """The side process that drains the embedding queue: engram.embed.worker.watch, as `engram embed --watch`
+    runs it (a pass every ENGRAM_EMBED_POLL_S unless --worker-poll), or drain_once in a loop in a tree
+    without watch."""
+    import threading
+
     from engram import embed as embedders
+    from engram.embed import worker
 
     c = json.loads(config)
     settings, drain_once = settings_for(Path(c["path"]), c["embedder"]), worker_drain_once()
+    embedder = embedders.from_settings(settings)
+    if hasattr(worker, "watch"):
+        stop = threading.Event()
+
+        def stop_when_told() -> None:
+            while not os.path.exists(c["stop"]):
+                time.sleep(0.1)
+            stop.set()
+
+        threading.Thread(target=stop_when_told, daemon=True).start()
+        worker.watch(settings, embedder, poll_s=c.get("worker_poll_s"), stop=stop)
+        return
     params = inspect.signature(drain_once).parameters
-    kwargs = {"embedder": embedders.from_settings(settings)} if "embedder" in params else {}
+    kwargs = {"embedder": embedder} if "embedder" in params else {}
     if "stop" in params:
         kwargs["stop"] = lambda: os.path.exists(c["stop"])
     while not os.path.exists(c["stop"]):
@@ -215,7 +233,7 @@ def embed_worker(config: str) -> None:
             drain_once(settings, **kwargs)
         except Exception:  # noqa: BLE001, S110 - a busy store: try again on the next tick
             pass
-        time.sleep(0.2)
+        time.sleep(c.get("worker_poll_s") or 0.2)
 
 
 def yield_background_cpu(settings: Any) -> None:
@@ -299,7 +317,9 @@ def fmt_meaning(m: list[float | None], measured: bool) -> str:
 def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: dict[str, Any], night_s: float,
            night_info: dict[str, Any], total_s: float, measured: bool) -> str:
     cmd = (f"python -m bench.perf.hot_path --tenants {args.tenants} --turns {args.turns} "
-           f"--seconds {args.seconds:g} --embedder {args.embedder} --hot-path {args.hot_path}")
+           f"--seconds {args.seconds:g} --embedder {args.embedder} --hot-path {args.hot_path}"
+           + (f" --worker-poll {args.worker_poll:g}" if args.worker_poll is not None else ""))
+    poll = ("ENGRAM_EMBED_POLL_S (default 2 s)" if args.worker_poll is None else f"{args.worker_poll:g} s")
     lines = [
         "# The hot path (add, then search) during a nightly run", "",
         f"- date: {time.strftime('%Y-%m-%d %H:%M')}; machine: {platform.platform()}, {os.cpu_count()} cores, "
@@ -307,9 +327,9 @@ def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: di
         f"- store: {args.tenants} tenants x {args.turns:,} turns ({source}), the first half consolidated by a "
         f"previous night; embedder {args.embedder}, no LLM; the agent's process runs with "
         f"ENGRAM_HOT_PATH={args.hot_path}",
-        "- the embedding worker (drain_once in a loop) runs in both phases; the night lowers its process's CPU "
-        "priority (ENGRAM_BACKGROUND_NICE, default 10) as the nightly flow does; load average when the report "
-        f"was written: {os.getloadavg()[0]:.1f}",
+        f"- the embedding worker runs in both phases as `engram embed --watch` does, a pass every {poll}; the night "
+        "lowers its process's CPU priority (ENGRAM_BACKGROUND_NICE, default 10) as the nightly flow does; load "
+        f"average when the report was written: {os.getloadavg()[0]:.1f}",
         f"- night: consolidate_tenants over {night_info.get('tenants', '?')} tenants in another process took "
         f"{night_s:.1f} s (failed or skipped tenants: {night_info.get('failed') or 'none'}); whole bench {total_s:.0f} s",
         f"- command: `{cmd}`", "",
@@ -366,6 +386,8 @@ def main() -> None:
     parser.add_argument("--probe-every", type=float, default=15, help="seconds between found-by-meaning probes")
     parser.add_argument("--hot-path", choices=["shared", "inbox"], default="inbox",
                         help="ENGRAM_HOT_PATH of the agent's process (the night and the worker: shared)")
+    parser.add_argument("--worker-poll", type=float, default=None,
+                        help="seconds between the embedding worker's passes (default: ENGRAM_EMBED_POLL_S)")
     parser.add_argument("--out", type=Path, default=REPORT)
     args = parser.parse_args()
     from engram import clock
@@ -377,7 +399,8 @@ def main() -> None:
     source = build_store(path, args.tenants, args.turns, args.embedder, clock.now())
     measured = worker_drain_once() is not None
     base = {"path": str(path), "embedder": args.embedder, "tenants": args.tenants, "seed": 0,
-            "meaning": measured, "probe_every_s": args.probe_every, "hot_path": args.hot_path}
+            "meaning": measured, "probe_every_s": args.probe_every, "hot_path": args.hot_path,
+            "worker_poll_s": args.worker_poll}
     idle = run_phase("idle", base, args.seconds, workdir, with_night=False)
     busy = run_phase("busy", {**base, "seed": 1}, 86_400, workdir, with_night=True)
     text = report(args, source, summary(idle), summary(busy), busy["seconds"], busy, time.perf_counter() - t0, measured)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engram.consolidate.context import StageContext, StagePlan
 from engram.embed.models import Embedder
-from engram.embed.queue import drain
+from engram.embed.queue import drain_tables
 from engram.store.fold import fold_tenants
 
 
@@ -14,8 +14,5 @@ def embed_pending(ctx: StageContext, embedder: Embedder) -> StagePlan:
     and fact of the tenant (the queue writes in its own short transactions)."""
     with ctx.open() as con:
         folded = fold_tenants(con, ctx.settings, [ctx.user_id], (embedder.model, embedder.dim))
-    return StagePlan({
-        "inbox_rows": folded.inserted,
-        "episodes": drain(ctx.settings, embedder, "episodes", ctx.user_id),
-        "facts": drain(ctx.settings, embedder, "facts", ctx.user_id),
-    })
+    return StagePlan({"inbox_rows": folded.inserted,
+                      **drain_tables(ctx.settings, embedder, ("episodes", "facts"), ctx.user_id)})

@@ -229,6 +229,9 @@ def _minilm(model_path: Path | None, model: str) -> MiniLMEmbedder:
     with _MINILM_LOCK:  # one load per model and process, whichever thread asks first
         if (model_path, model) not in _MINILM_LOADED:
             _MINILM_LOADED[model_path, model] = MiniLMEmbedder(model_path, model)
+            from engram.store import ingest
+
+            ingest.embed_writes_with(loaded_local)  # this process's small writes may embed now
         return _MINILM_LOADED[model_path, model]
 
 
@@ -241,6 +244,18 @@ def identity_before_load(settings: Settings) -> tuple[str, int] | None:
         if (None, MINILM_MODEL) in _MINILM_LOADED:
             return None
     return MINILM_MODEL, MINILM_DIM
+
+
+def loaded_local(settings: Settings) -> Embedder | None:
+    """The configured embedder when its model runs in this process and is loaded already (MiniLM once
+    this process has searched): a write may embed with it. None otherwise: a model still to load, an
+    embedder that calls out over the network, or the hash embedder (no model: tests and dry runs keep
+    the queue's behaviour)."""
+    if settings.embedder != "minilm":
+        return None
+    model = settings.embed_model if settings.embed_model_path else MINILM_MODEL
+    with _MINILM_LOCK:
+        return _MINILM_LOADED.get((settings.embed_model_path, model))
 
 
 def from_settings(settings: Settings) -> Embedder:

@@ -50,51 +50,71 @@ def drain(
     progress: Callable[[int], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> int:
-    """Embed every pending row of `table`; returns how many were embedded. Episodes waiting in the
-    store's inbox (engram.store.inbox) are folded in first.
+    """Embed every pending row of `table`; returns how many were embedded (drain_tables, one table)."""
+    return drain_tables(settings, embedder, (table,), user_id, progress, stop)[table]
+
+
+def drain_tables(
+    settings: Settings,
+    embedder: Embedder,
+    tables: tuple[str, ...] = ("episodes", "facts"),
+    user_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> dict[str, int]:
+    """Embed every pending row of these tables; returns how many were embedded per table. Episodes
+    waiting in the store's inbox (engram.store.inbox) are folded in first.
 
     The connection is closed while the model runs, so other processes can write in between. Each
-    opening stores what was embedded since the last one and reads up to READ_ROWS more rows, which
-    the embedder takes embed_batch_size at a time (an opening plus its checkpoint costs tens of ms,
-    and more as the table grows, so small read batches made the queue slower than the hash embedder).
+    opening stores what was embedded since the last one and reads up to READ_ROWS more rows of each
+    table, which the embedder takes embed_batch_size at a time (an opening plus its checkpoint costs
+    tens of ms, and more as the table grows: small read batches made the queue slower than the hash
+    embedder, and an opening per table doubled the embedding worker's cost per pass).
     Rows of one read are embedded shortest text first, so each call holds texts of similar length.
     A failing embedder keeps what was embedded, leaves the remaining rows pending and raises
     EmbedderUnavailable. When `stop()` turns true (the worker got SIGTERM), the batch under way is
     finished and stored, and the rest stays pending.
     """
-    pending_sql, store_sql = QUEUES[table]
     size = settings.embed_batch_size
-    done = 0
-    finished: list[pa.Table] = []
-    fold = table == "episodes"
+    done = dict.fromkeys(tables, 0)
+    finished: dict[str, list[pa.Table]] = {t: [] for t in tables}
+    fold = "episodes" in tables
     while True:
         with db.open_store(settings) as con:
             if fold:  # episodes written to the inbox while the store was held join the queue first
                 users = [user_id] if user_id else inbox.tenants(settings)
                 fold_tenants(con, settings, users, (embedder.model, embedder.dim))
                 fold = False
-            done += _store(con, store_sql, finished, table, done)
-            pending = db.rows(con, pending_sql, user_id=user_id, limit=max(size, READ_ROWS))
-        finished = []
-        if not pending:
+            pending: dict[str, list[tuple]] = {}
+            for table in tables:
+                done[table] += _store(con, QUEUES[table][1], finished[table], table, done[table])
+                pending[table] = db.rows(con, QUEUES[table][0], user_id=user_id, limit=max(size, READ_ROWS))
+        finished = {t: [] for t in tables}
+        if not any(pending.values()):
             return done
-        pending = by_length(pending)
         try:
-            for start in range(0, len(pending), size):
-                users, ids, texts = (list(col) for col in zip(*pending[start : start + size], strict=True))
-                vectors = _embed(embedder, texts, table)
-                finished.append(embeddings_table(users, ids, vectors, embedder))
-                if progress:
-                    progress(len(ids))
+            for table, rows in pending.items():
+                rows = by_length(rows)
+                for start in range(0, len(rows), size):
+                    users, ids, texts = (list(col) for col in zip(*rows[start : start + size], strict=True))
+                    vectors = _embed(embedder, texts, table)
+                    finished[table].append(embeddings_table(users, ids, vectors, embedder))
+                    if progress:
+                        progress(len(ids))
+                    if stop is not None and stop():
+                        break
                 if stop is not None and stop():
                     break
         except EmbedderUnavailable:
             with db.open_store(settings) as con:
-                _store(con, store_sql, finished, table, done)
+                for table in tables:
+                    _store(con, QUEUES[table][1], finished[table], table, done[table])
             raise
         if stop is not None and stop():
             with db.open_store(settings) as con:
-                return done + _store(con, store_sql, finished, table, done)
+                for table in tables:
+                    done[table] += _store(con, QUEUES[table][1], finished[table], table, done[table])
+            return done
 
 
 def by_length(rows: list[tuple]) -> list[tuple]:

@@ -3,7 +3,10 @@
 The store is open only while a pass drains (drain opens short connections and closes the store while
 the model runs), so the night and other writers get in between. A store the night keeps locked is
 skipped for this pass after a short wait (LOCK_WAIT_S, not the 30 s a writer waits) and tried again
-at the next one. Logs carry counts and store paths, never memory text.
+at the next one, then without waiting until a pass finds it free: each failed open of a DuckDB file
+costs a few ms of CPU, which the agents' searches on the same cores would pay in latency while the
+night runs. Meanwhile the worker embeds the inbox beside the store, in few model runs. Logs carry
+counts and store paths, never memory text.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from engram.embed.models import Embedder
-from engram.embed.queue import drain
+from engram.embed.queue import drain_tables
 from engram.index.writer import write_tenant
 from engram.settings import Settings
 from engram.store import db, inbox
@@ -31,6 +34,9 @@ log = logging.getLogger(__name__)
 
 LOCK_WAIT_S = 1.0  # how long a pass waits for a locked store before leaving it to the next pass
 TABLES = ("episodes", "facts")
+# the stores this process found held by another at its last pass (the night holds one for minutes):
+# the next pass tries each once, without waiting
+_HELD: set[str] = set()
 
 Pass = Callable[[Settings, Embedder], dict[str, int]]
 
@@ -47,14 +53,18 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     for store in all_shard_settings(short):  # a shard with only an inbox has work too
         if not Path(store.db_path).exists() and not inbox.root(store).exists():
             continue  # nothing to embed; an inbox beside no store is the first writes of ENGRAM_HOT_PATH=inbox
+        key = str(Path(store.db_path).resolve())
+        if stop is not None and stop():
+            return counts
         try:
-            for table in TABLES:
-                if stop is not None and stop():
-                    return counts
-                counts[table] += drain(store, embedder, table, stop=stop)
+            for table, n in drain_tables(db.no_wait(store) if key in _HELD else store, embedder, TABLES,
+                                         stop=stop).items():
+                counts[table] += n
+            _HELD.discard(key)
         except Exception as exc:  # only the lock is routine: the night holds the store for a while
             if not db.is_lock_timeout(exc):
                 raise
+            _HELD.add(key)
             counts["locked"] += 1
             # readers that find the store held find the inbox's episodes by meaning with these vectors
             counts["inbox_embedded"] += embed_inbox(store, embedder, stop)
@@ -89,22 +99,48 @@ def republish_inbox(settings: Settings, embedder: Embedder) -> int:
 def embed_inbox(settings: Settings, embedder: Embedder, stop: Callable[[], bool] | None = None) -> int:
     """Embed the pending inbox segments that have no vectors yet and keep the vectors beside each (no
     store needed): a reader that finds the store held finds these episodes by meaning, and the fold
-    stores them embedded. Returns the rows embedded."""
+    stores them embedded. Returns the rows embedded.
+
+    An agent writes one segment per add, so segments are embedded together, about embed_batch_size
+    texts per model run: one run per segment cost the cores the agents' searches share ~5 ms each.
+    """
+    model, dim = embedder.model, embedder.dim
+    waiting = [(seg, rows) for user in inbox.tenants(settings) for seg in inbox.segments(settings, user)
+               if not seg.folded and not seg.vectors_path(model, dim).exists()
+               and (rows := inbox.read(seg)) is not None and rows.num_rows
+               and not _carries_vectors(rows, model, dim)]
     done = 0
-    for user in inbox.tenants(settings):
-        for seg in inbox.segments(settings, user):
-            if stop is not None and stop():
-                return done
-            if seg.folded or seg.vectors_path(embedder.model, embedder.dim).exists():
-                continue
-            rows = inbox.read(seg)
-            if rows is None or not rows.num_rows:
-                continue
-            vectors = validate_vectors(np.asarray(embedder.embed(rows["content"].to_pylist()), np.float32),
-                                       embedder.dim)
-            inbox.write_vectors(seg, embedder.model, embedder.dim, l2_normalize(vectors))
-            done += rows.num_rows
+    for batch in segment_batches(waiting, settings.embed_batch_size):
+        if stop is not None and stop():
+            return done
+        texts = [text for _, rows in batch for text in rows["content"].to_pylist()]
+        vectors = l2_normalize(validate_vectors(np.asarray(embedder.embed(texts), np.float32), dim))
+        for seg, rows in batch:
+            inbox.write_vectors(seg, model, dim, vectors[:rows.num_rows])
+            vectors = vectors[rows.num_rows:]
+        done += len(texts)
     return done
+
+
+def _carries_vectors(rows: Any, model: str, dim: int) -> bool:
+    """Whether every row of a segment was written with a vector of (model, dim) (settings.embed_on_write)."""
+    return (rows["embedding"].null_count == 0 and set(rows["embedding_model"].to_pylist()) == {model}
+            and set(rows["embedding_dim"].to_pylist()) == {dim})
+
+
+def segment_batches(waiting: list[tuple[Any, Any]], size: int) -> Iterator[list[tuple[Any, Any]]]:
+    """Consecutive (segment, rows) pairs grouped into batches of about `size` rows; a segment is never
+    split (its vectors are one file), so one larger than `size` is a batch of its own."""
+    batch: list[tuple[Any, Any]] = []
+    rows = 0
+    for item in waiting:
+        if batch and rows + item[1].num_rows > size:
+            yield batch
+            batch, rows = [], 0
+        batch.append(item)
+        rows += item[1].num_rows
+    if batch:
+        yield batch
 
 
 def watch(

@@ -9,7 +9,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -305,6 +305,8 @@ def add_episodes(
             )
     bad_lines = {e.line for e in result.invalid}
     kept = [(n, r) for n, r in zip(good_numbers, good, strict=True) if n not in bad_lines]
+    if vectors is None:
+        _embed_on_write(settings, [r for _, r in kept])
     if con is not None:
         result.ids = insert_rows(con, kept, skip_invalid, result)
     elif settings.hot_path == "inbox":  # this process never opens the store: the worker folds the inbox
@@ -317,6 +319,39 @@ def add_episodes(
                 result.ids = insert_rows(own, kept, skip_invalid, result, journal=settings)
     result.duplicates = len(result.ids) - result.inserted - result.queued
     return result
+
+
+# The store sits below the embedders: engram.embed.models registers here, when this process loads a local
+# model, how to find the loaded embedder for a write's settings (None: not loaded, or not local).
+_write_embedder: Callable[[Settings], Any] | None = None
+
+
+def embed_writes_with(find: Callable[[Settings], Any]) -> None:
+    """Let small writes embed with the embedder `find` returns for their settings (settings.embed_on_write)."""
+    global _write_embedder
+    _write_embedder = find
+
+
+def _embed_on_write(settings: Settings, rows: list[dict[str, Any]]) -> None:
+    """Give a small write's rows their vectors when this process has a local model loaded (see
+    settings.embed_on_write): a search right after the write then embeds only its query, where it
+    would otherwise wait for these texts too. A model that fails leaves the rows to the queue: the
+    write never fails for it."""
+    if not rows or len(rows) > settings.embed_on_write:
+        return
+    embedder = _write_embedder(settings) if _write_embedder is not None else None
+    if embedder is None:
+        return
+    try:
+        vectors = validate_vectors(np.asarray(embedder.embed([r["content"] for r in rows]), np.float32),
+                                   embedder.dim)
+    except Exception as exc:  # noqa: BLE001 - the embedding queue embeds them instead
+        log.warning("write: embedding %d episode(s) failed (%s); the embedding queue will", len(rows),
+                    type(exc).__name__)
+        return
+    for row, vec in zip(rows, vectors, strict=True):
+        row.update(embedding=vec.tolist(), embedding_model=embedder.model, embedding_dim=embedder.dim,
+                   status="active")
 
 
 def _id_conflicts_in_batch(rows: list[dict[str, Any]], numbers: list[int]) -> list[RowError]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from engram.embed.models import HashEmbedder
@@ -97,3 +99,60 @@ def test_stop_finishes_the_batch_under_way_and_keeps_the_rest_pending(settings: 
 def test_poll_interval_is_bounded(settings: Settings, monkeypatch, value: str, expected: float) -> None:
     monkeypatch.setenv("ENGRAM_EMBED_POLL_S", value)
     assert load_settings().embed_poll_s == expected
+
+
+class _Counting(HashEmbedder):
+    """The hash embedder, counting its model runs."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.runs: list[int] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.runs.append(len(texts))
+        return super().embed(texts)
+
+
+def test_inbox_segments_are_embedded_a_batch_per_model_run_each_row_its_own_vector(settings: Settings) -> None:
+    from engram.embed.worker import embed_inbox
+    from engram.store import inbox
+    from engram.store.ingest import add_episodes
+    from engram.store.vectors import l2_normalize
+
+    agent = settings.model_copy(update={"hot_path": "inbox", "embed_batch_size": 4})
+    texts = [f"{u} wrote note {i}" for u in TENANTS for i in range(5)]
+    for text in texts:  # one segment per add, as an agent writes
+        add_episodes([{"user_id": text.split()[0], "content": text}], agent)
+    add_episodes([{"user_id": "alice", "content": f"bulk {i}"} for i in range(6)], agent)  # over the batch size
+    embedder = _Counting(agent.embed_dim)
+    assert embed_inbox(agent, embedder) == 16
+    # oldest first, 4 rows a run: alice's 4 + 1 (the 6-row segment does not fit beside it), the 6 alone, bob's 4 + 1
+    assert embedder.runs == [4, 1, 6, 4, 1]
+    for user in TENANTS:
+        for seg in inbox.segments(agent, user):
+            rows = inbox.read(seg)["content"].to_pylist()
+            kept = inbox.read_vectors(seg, embedder.model, embedder.dim, len(rows))
+            assert kept is not None and (kept == l2_normalize(HashEmbedder(agent.embed_dim).embed(rows))).all()
+    assert embed_inbox(agent, embedder) == 0  # every segment has its vectors
+
+
+def test_a_store_found_held_is_tried_once_without_waiting_at_the_next_pass(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram.embed import worker
+
+    _seed(settings)
+    embedder = HashEmbedder(settings.embed_dim)
+    waits: list[float] = []
+    real = worker.drain_tables
+
+    def drain(store: Settings, *args: Any, **kwargs: Any) -> dict[str, int]:
+        waits.append(store.lock_timeout_s)
+        return real(store, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "drain_tables", drain)
+    with held(settings):
+        assert drain_once(settings, embedder)["locked"] == 1
+        assert drain_once(settings, embedder)["locked"] == 1
+    assert drain_once(settings, embedder)["episodes"] == 6  # free again: the pass gets in
+    assert drain_once(settings, embedder)["episodes"] == 0
+    assert waits == [worker.LOCK_WAIT_S, 0.0, 0.0, worker.LOCK_WAIT_S]
