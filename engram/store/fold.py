@@ -99,8 +99,6 @@ def fold_segments(con: db.Connection, group: list[Read], vectors_of: tuple[str, 
             _attach_vectors(seg, mine, *vectors_of)
         spans.append((seg, len(rows), len(rows) + len(mine)))
         rows.extend(mine)
-    if not rows:
-        return out
     result = IngestResult(received=len(rows))
     insert_rows(con, list(enumerate(rows, start=1)), True, result)
     crash_point("fold_before_mark")

@@ -285,3 +285,13 @@ def test_a_listing_after_files_are_added_equals_a_listing_from_scratch(settings:
     with db.open_store(settings) as con:
         fold_inbox(con, settings)
     assert listed() == fresh() and all(name.endswith(".folded.arrow") for name in listed()[0])
+
+
+def test_an_empty_segment_is_marked_folded_not_listed_again(settings: Settings) -> None:
+    from engram.store.insert import EPISODE_SCHEMA
+
+    add_episodes([{"user_id": "alice", "content": "first"}], settings)
+    inbox.write_segment(settings, "alice", EPISODE_SCHEMA.empty_table())
+    with db.open_store(settings) as con:
+        assert fold_inbox(con, settings).segments == 1
+    assert all(s.folded for s in inbox.segments(settings, "alice"))
