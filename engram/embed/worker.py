@@ -57,8 +57,7 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
         if stop is not None and stop():
             return counts
         try:
-            for table, n in drain_tables(db.no_wait(store) if key in _HELD else store, embedder, TABLES,
-                                         stop=stop).items():
+            for table, n in drain_tables(store, embedder, TABLES, stop=stop, try_once=key in _HELD).items():
                 counts[table] += n
             _HELD.discard(key)
         except Exception as exc:  # only the lock is routine: the night holds the store for a while

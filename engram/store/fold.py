@@ -66,17 +66,17 @@ Read = tuple[inbox.Segment, pa.Table | None]  # a segment and its rows (None: go
 
 def fold_groups(segments: list[Read], max_rows: int = GROUP_ROWS) -> Iterator[list[Read]]:
     """Consecutive segments that one insert can fold: an agent writes a segment per add, and an insert
-    per segment cost the worker ~16 ms each. A segment naming an explicit id the group already names
-    starts a new group, so that a later record reusing an id for other content is refused as it would
-    be on its own (one batch would take it for a repeat of the first); `max_rows` bounds a transaction."""
+    per segment cost the worker ~16 ms each. A segment naming a (tenant, id) the group already holds,
+    given or derived, starts a new group: a later record reusing an id for other content is then refused,
+    and one repeating it skipped, as on its own (one batch would take the first for a repeat, or try to
+    store both under the id); `max_rows` bounds a transaction."""
     group: list[Read] = []
     ids: set[tuple[str, str]] = set()
     rows = 0
     for seg, table in segments:
         if table is None:  # folded by another process since it was listed
             continue
-        named = {(user, i) for user, i, given in zip(table["user_id"].to_pylist(), table["id"].to_pylist(),
-                                                     table["id_given"].to_pylist(), strict=True) if given}
+        named = set(zip(table["user_id"].to_pylist(), table["id"].to_pylist(), strict=True))
         if group and (rows + table.num_rows > max_rows or not ids.isdisjoint(named)):
             yield group
             group, ids, rows = [], set(), 0

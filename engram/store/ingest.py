@@ -345,6 +345,8 @@ def _embed_on_write(settings: Settings, rows: list[dict[str, Any]]) -> None:
     try:
         vectors = validate_vectors(np.asarray(embedder.embed([r["content"] for r in rows]), np.float32),
                                    embedder.dim)
+        if len(vectors) != len(rows):
+            raise ValueError(f"{len(vectors)} vectors for {len(rows)} texts")
     except Exception as exc:  # noqa: BLE001 - the embedding queue embeds them instead
         log.warning("write: embedding %d episode(s) failed (%s); the embedding queue will", len(rows),
                     type(exc).__name__)

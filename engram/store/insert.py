@@ -123,27 +123,29 @@ def insert_rows(
     table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
     # registered outside the transaction: unregistering inside an aborted one would mask the error
     with db.registered(con, "incoming_episodes", table), db.transaction(con):
-        conflicts = {i for (i,) in db.rows(con, "queries/store/episode_id_conflicts")}
+        # (user_id, id): a batch may hold several tenants (a fold groups their segments), and an id is a tenant's
+        conflicts = {(u, i) for u, i in db.rows(con, "queries/store/episode_id_conflicts")}
         if conflicts:
             errors = [RowError(n, "id", f"{r['id']!r} is already stored with different content")
-                      for n, r in numbered if r["id_given"] and r["id"] in conflicts]
+                      for n, r in numbered if r["id_given"] and (r["user_id"], r["id"]) in conflicts]
             if not skip_invalid:
                 raise IngestRejected(errors)
             result.invalid.extend(errors)
         before = db.rows(con, "queries/store/count_episodes")[0][0]
         db.execute(con, "queries/store/insert_episodes")
         after = db.rows(con, "queries/store/count_episodes")[0][0]
-        renamed = dict(db.rows(con, "queries/store/episode_ids_stored_under_other_id"))
+        renamed = {(u, i): stored for u, i, stored in db.rows(con, "queries/store/episode_ids_stored_under_other_id")}
     result.inserted = after - before
     if journal is not None and result.inserted:
         # readers that find the store held see these rows through the inbox until a publish covers them
-        written = table.filter(pa.array([r["id"] not in conflicts for r in unique.values()], pa.bool_()))
+        written = table.filter(pa.array([(r["user_id"], r["id"]) not in conflicts for r in unique.values()],
+                                        pa.bool_()))
         for user in sorted(set(written.column("user_id").to_pylist())):
             rows = written.filter(pc.equal(written["user_id"], user))
             inbox.write_segment(journal, user, rows, folded=True)
     ids: list[str] = []
     for key in keys:
         row = unique[key]
-        if not (row["id_given"] and row["id"] in conflicts):
-            ids.append(renamed.get(row["id"], row["id"]))
+        if not (row["id_given"] and (row["user_id"], row["id"]) in conflicts):
+            ids.append(renamed.get((row["user_id"], row["id"]), row["id"]))
     return ids

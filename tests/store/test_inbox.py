@@ -295,3 +295,32 @@ def test_an_empty_segment_is_marked_folded_not_listed_again(settings: Settings) 
     with db.open_store(settings) as con:
         assert fold_inbox(con, settings).segments == 1
     assert all(s.folded for s in inbox.segments(settings, "alice"))
+
+
+def test_an_id_given_back_for_a_record_written_without_one_folds_as_on_its_own(settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "content": "first"}], settings)
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    derived = add_episodes([{"user_id": "alice", "content": "buy milk", "created_at": "2026-11-01T10:00:00Z"}],
+                           agent).ids[0]
+    add_episodes([{"user_id": "alice", "id": derived, "content": "buy milk"}], agent)  # the same record again
+    add_episodes([{"user_id": "alice", "id": derived, "content": "buy bread"}], agent)  # its id, other content
+    with db.open_store(settings) as con:
+        result = fold_inbox(con, settings)
+    assert (result.segments, result.inserted, result.repeats, result.rejected) == (3, 1, 1, 1)
+    assert sorted(c for _, c, _ in _stored(settings)) == ["buy milk", "first"]
+
+
+def test_segments_of_several_tenants_folded_together_refuse_only_the_tenant_whose_id_is_taken(
+        settings: Settings) -> None:
+    add_episodes([{"user_id": "alice", "id": "x", "content": "alice's x"}], settings)
+    agent = settings.model_copy(update={"hot_path": "inbox"})
+    add_episodes([{"user_id": "alice", "id": "x", "content": "another text under alice's x"}], agent)
+    add_episodes([{"user_id": "bob", "id": "x", "content": "bob's own x"}], agent)
+    with db.open_store(settings) as con:
+        result = fold_inbox(con, settings)
+    assert (result.segments, result.inserted, result.repeats, result.rejected) == (2, 1, 0, 1)
+    with db.open_store(settings, read_only=True) as con:
+        rows = con.execute("select user_id, id, content from episodes order by user_id").fetchall()
+    assert rows == [("alice", "x", "alice's x"), ("bob", "x", "bob's own x")]
+    assert not (inbox.tenant_dir(settings, "bob") / inbox.REJECTED).exists()
+    assert list((inbox.tenant_dir(settings, "alice") / inbox.REJECTED).glob("*.jsonl"))

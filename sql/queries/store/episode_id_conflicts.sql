@@ -1,6 +1,7 @@
 -- Explicit ids of the registered `incoming_episodes` that the store already holds for other content:
--- returns (id). No params.
+-- returns (user_id, id). No params.
 select distinct
+    i.user_id as user_id,
     i.id as id
 from incoming_episodes as i
 join episodes as e

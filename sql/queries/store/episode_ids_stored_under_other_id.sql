@@ -1,6 +1,8 @@
 -- Records of the registered `incoming_episodes` given without an id that the store holds under
--- another id (stored before ids included session and role): returns (incoming_id, stored_id). No params.
+-- another id (stored before ids included session and role): returns (user_id, incoming_id, stored_id).
+-- No params.
 select
+    i.user_id as user_id,
     i.id as incoming_id,
     min(e.id) as stored_id
 from incoming_episodes as i
@@ -18,4 +20,4 @@ where not i.id_given
         where x.user_id = i.user_id
             and x.id = i.id
     )
-group by i.id
+group by i.user_id, i.id
