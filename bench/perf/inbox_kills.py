@@ -93,6 +93,7 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
     acknowledged: list[str] = []
     killed: Counter[str] = Counter()
     via: Counter[str] = Counter()  # how each acknowledged record was written: to the store or the inbox
+    taken: dict[str, str] = {}  # the same, per record (a lost record's path says where to look)
     log = open(work / "stderr.log", "w")  # noqa: SIM115 - kept for the whole campaign
     order = [ROLES[k % 3] for k in range(kills)]
     rng.shuffle(order)
@@ -113,6 +114,7 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
             if line.startswith("round ") and "\t" in line:
                 content, path_taken = line.split("\t")
                 acknowledged.append(content)
+                taken[content] = path_taken
                 via[path_taken] += 1
     from engram import clock
     from engram.consolidate.runner import consolidate_tenants
@@ -126,7 +128,7 @@ def campaign(kills: int, seed: int) -> dict[str, Any]:
     lost = [c for c in acknowledged if stored[c] == 0]
     doubled = [c for c, n in stored.items() if n > 1]
     return {"kills": dict(killed), "acknowledged": len(acknowledged), "via": dict(via), "stored": sum(stored.values()),
-            "lost": len(lost), "doubled": len(doubled), "lost_sample": lost[:3], "doubled_sample": doubled[:3],
+            "lost": len(lost), "doubled": len(doubled), "lost_sample": [f"{c} (via {taken[c]})" for c in lost[:3]], "doubled_sample": doubled[:3],
             "unembedded_after_night": pending, "final_failed": sorted(u for u, r in final.items() if "failed" in r),
             "seconds": round(time.monotonic() - t0, 1), "store": path}
 

@@ -61,12 +61,9 @@ def drain_tables(
     user_id: str | None = None,
     progress: Callable[[int], None] | None = None,
     stop: Callable[[], bool] | None = None,
-    try_once: bool = False,
 ) -> dict[str, int]:
     """Embed every pending row of these tables; returns how many were embedded per table. Episodes
-    waiting in the store's inbox (engram.store.inbox) are folded in first. `try_once`: the first opening
-    does not wait for a store another process holds (the later ones wait as usual, so what was embedded
-    is stored).
+    waiting in the store's inbox (engram.store.inbox) are folded in first.
 
     The connection is closed while the model runs, so other processes can write in between. Each
     opening stores what was embedded since the last one and reads up to READ_ROWS more rows of each
@@ -82,10 +79,8 @@ def drain_tables(
     done = dict.fromkeys(tables, 0)
     finished: dict[str, list[pa.Table]] = {t: [] for t in tables}
     fold = "episodes" in tables
-    first = db.no_wait(settings) if try_once else settings
     while True:
-        with db.open_store(first) as con:
-            first = settings
+        with db.open_store(settings) as con:
             if fold:  # episodes written to the inbox while the store was held join the queue first
                 users = [user_id] if user_id else inbox.tenants(settings)
                 fold_tenants(con, settings, users, (embedder.model, embedder.dim))

@@ -3,10 +3,10 @@
 The store is open only while a pass drains (drain opens short connections and closes the store while
 the model runs), so the night and other writers get in between. A store the night keeps locked is
 skipped for this pass after a short wait (LOCK_WAIT_S, not the 30 s a writer waits) and tried again
-at the next one, then without waiting until a pass finds it free: each failed open of a DuckDB file
-costs a few ms of CPU, which the agents' searches on the same cores would pay in latency while the
-night runs. Meanwhile the worker embeds the inbox beside the store, in few model runs. Logs carry
-counts and store paths, never memory text.
+at the next one; meanwhile the worker embeds the inbox beside the store, in few model runs. (A pass
+that tried a store found held once, without the wait, saved CPU but lost acknowledged records under
+kill -9 in bench/perf/inbox_kills.py, for a cause not found: keep the wait.) Logs carry counts and
+store paths, never memory text.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ log = logging.getLogger(__name__)
 
 LOCK_WAIT_S = 1.0  # how long a pass waits for a locked store before leaving it to the next pass
 TABLES = ("episodes", "facts")
-# the stores this process found held by another at its last pass (the night holds one for minutes):
-# the next pass tries each once, without waiting
-_HELD: set[str] = set()
 
 Pass = Callable[[Settings, Embedder], dict[str, int]]
 
@@ -53,17 +50,14 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     for store in all_shard_settings(short):  # a shard with only an inbox has work too
         if not Path(store.db_path).exists() and not inbox.root(store).exists():
             continue  # nothing to embed; an inbox beside no store is the first writes of ENGRAM_HOT_PATH=inbox
-        key = str(Path(store.db_path).resolve())
         if stop is not None and stop():
             return counts
         try:
-            for table, n in drain_tables(store, embedder, TABLES, stop=stop, try_once=key in _HELD).items():
+            for table, n in drain_tables(store, embedder, TABLES, stop=stop).items():
                 counts[table] += n
-            _HELD.discard(key)
         except Exception as exc:  # only the lock is routine: the night holds the store for a while
             if not db.is_lock_timeout(exc):
                 raise
-            _HELD.add(key)
             counts["locked"] += 1
             # readers that find the store held find the inbox's episodes by meaning with these vectors
             counts["inbox_embedded"] += embed_inbox(store, embedder, stop)

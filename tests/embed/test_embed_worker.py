@@ -134,30 +134,3 @@ def test_inbox_segments_are_embedded_a_batch_per_model_run_each_row_its_own_vect
             kept = inbox.read_vectors(seg, embedder.model, embedder.dim, len(rows))
             assert kept is not None and (kept == l2_normalize(HashEmbedder(agent.embed_dim).embed(rows))).all()
     assert embed_inbox(agent, embedder) == 0  # every segment has its vectors
-
-
-def test_a_store_found_held_is_tried_once_without_waiting_at_the_next_pass(
-        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engram.embed import queue, worker
-
-    _seed(settings)
-    embedder = HashEmbedder(settings.embed_dim)
-    waits: list[float] = []  # the lock wait of each opening of the store by a pass
-    real = db.open_store
-
-    def open_store(store: Settings, *args: Any, **kwargs: Any) -> Any:
-        waits.append(store.lock_timeout_s)
-        return real(store, *args, **kwargs)
-
-    monkeypatch.setattr(queue.db, "open_store", open_store)
-    with held(settings):
-        assert drain_once(settings, embedder)["locked"] == 1
-        assert drain_once(settings, embedder)["locked"] == 1
-    assert waits == [worker.LOCK_WAIT_S, 0.0]
-    waits.clear()
-    assert drain_once(settings, embedder)["episodes"] == 6  # free again: the pass gets in
-    # only its first opening skips the wait: a later one (storing what was embedded) waits as usual
-    assert waits[0] == 0.0 and len(waits) >= 2 and set(waits[1:]) == {worker.LOCK_WAIT_S}
-    waits.clear()
-    assert drain_once(settings, embedder)["episodes"] == 0
-    assert set(waits) == {worker.LOCK_WAIT_S}

@@ -71,36 +71,6 @@ def test_an_explicit_id_stored_for_other_content_is_kept_aside_not_dropped(setti
     assert record["record"]["content"] == "another text under the same id" and "already stored" in record["reason"]
 
 
-def test_segments_written_one_per_add_are_folded_together_with_each_refusal_kept_by_its_segment(
-        settings: Settings) -> None:
-    add_episodes([{"user_id": "alice", "id": "e1", "content": "the original"}], settings)
-    agent = settings.model_copy(update={"hot_path": "inbox"})
-    for i in range(5):  # an agent's adds: a segment each
-        add_episodes([{"user_id": "alice", "content": f"note {i}", "created_at": "2026-11-01T10:00:00Z"}], agent)
-    add_episodes([{"user_id": "alice", "id": "e2", "content": "kept under e2"}], agent)
-    add_episodes([{"user_id": "alice", "id": "e2", "content": "another text under e2"}], agent)  # refused
-    add_episodes([{"user_id": "alice", "id": "e1", "content": "another text under e1"}], agent)  # refused
-    add_episodes([{"user_id": "alice", "content": "note 0", "created_at": "2026-11-01T10:00:00Z"}], agent)  # a repeat
-    inserts = []
-    with db.open_store(settings) as con:
-        from engram.store import fold
-
-        real = fold.insert_rows
-        fold.insert_rows = lambda *a, **k: inserts.append(1) or real(*a, **k)
-        try:
-            result = fold_inbox(con, settings)
-        finally:
-            fold.insert_rows = real
-    assert (result.segments, result.inserted, result.repeats, result.rejected) == (9, 6, 1, 2)
-    assert len(inserts) == 2  # e2 named twice: the second e2 starts a group of its own, so it is refused
-    assert sorted(c for _, c, _ in _stored(settings)) == sorted(["the original", "kept under e2"] +
-                                                                [f"note {i}" for i in range(5)])
-    kept = sorted((inbox.tenant_dir(settings, "alice") / inbox.REJECTED).glob("*.jsonl"))
-    refused = [json.loads(k.read_text().splitlines()[0])["record"]["content"] for k in kept]
-    assert sorted(refused) == ["another text under e1", "another text under e2"]  # one file per segment
-    assert all(s.folded for s in inbox.segments(settings, "alice"))
-
-
 def test_a_search_while_the_store_is_held_finds_what_was_written_before_and_during(settings: Settings) -> None:
     add_episodes([{"user_id": "alice", "content": "My sister Joan plays the violin", "role": "user"}], settings)
     with held(settings):
