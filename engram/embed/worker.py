@@ -101,7 +101,7 @@ def embed_inbox(settings: Settings, embedder: Embedder, stop: Callable[[], bool]
     waiting = [(seg, rows) for user in inbox.tenants(settings) for seg in inbox.segments(settings, user)
                if not seg.folded and not seg.vectors_path(model, dim).exists()
                and (rows := inbox.read(seg)) is not None and rows.num_rows
-               and not _carries_vectors(rows, model, dim)]
+               and not all(inbox.written_with_vectors(rows, model, dim))]
     done = 0
     for batch in segment_batches(waiting, settings.embed_batch_size):
         if stop is not None and stop():
@@ -113,12 +113,6 @@ def embed_inbox(settings: Settings, embedder: Embedder, stop: Callable[[], bool]
             vectors = vectors[rows.num_rows:]
         done += len(texts)
     return done
-
-
-def _carries_vectors(rows: Any, model: str, dim: int) -> bool:
-    """Whether every row of a segment was written with a vector of (model, dim) (settings.embed_on_write)."""
-    return (rows["embedding"].null_count == 0 and set(rows["embedding_model"].to_pylist()) == {model}
-            and set(rows["embedding_dim"].to_pylist()) == {dim})
 
 
 def segment_batches(waiting: list[tuple[Any, Any]], size: int) -> Iterator[list[tuple[Any, Any]]]:

@@ -182,9 +182,7 @@ def _segment_rows(seg: inbox.Segment, model: str, dim: int, has_vectors: bool) -
 def _as_index_rows(raw: pa.Table, model: str, dim: int, vectors: np.ndarray | None) -> pa.Table:
     """A segment's episode rows with the index queries' columns (no row_id yet)."""
     n = raw.num_rows
-    own = [(e is not None and m == model and d == dim)
-           for e, m, d in zip(raw["embedding"].to_pylist(), raw["embedding_model"].to_pylist(),
-                              raw["embedding_dim"].to_pylist(), strict=True)]
+    own = inbox.written_with_vectors(raw, model, dim)
     embedding = [e if ok else None for e, ok in zip(raw["embedding"].to_pylist(), own, strict=True)]
     if vectors is not None:
         embedding = [e if e is not None else vectors[i].tolist() for i, e in enumerate(embedding)]

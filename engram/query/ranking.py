@@ -27,6 +27,7 @@ RRF_WEIGHT_VECTOR = 0.8
 RRF_WEIGHT_TIME = 1.0
 DIVERSITY_COSINE = 0.8        # candidates this similar form one cluster; only its best (or its latest update) is kept
 EPISODE_CONFIDENCE = 0.5      # raw episodes have no confidence: a neutral value in the ranking
+SCAN_PAST_LIMIT = 2           # candidates looked at after the slots are full, per slot
 
 
 def _lend(score: np.ndarray, ids: list[str], lenders: Lenders) -> np.ndarray:
@@ -168,6 +169,3 @@ def rank(
             shown_rows.append(int(j))
         hits.append(hit)
     return hits
-
-
-SCAN_PAST_LIMIT = 2  # candidates looked at after the slots are full, per slot

@@ -265,6 +265,14 @@ def write_vectors(segment: Segment, model: str, dim: int, vectors: np.ndarray) -
     _write_durably(segment.vectors_path(model, dim), lambda fh: np.save(fh, vectors.astype(np.float32)))
 
 
+def written_with_vectors(rows: pa.Table, model: str, dim: int) -> list[bool]:
+    """Per row of a segment, whether it was written with a vector of (model, dim) (given by the caller,
+    or embedded by the writer: settings.embed_on_write)."""
+    return [valid and m == model and d == dim
+            for valid, m, d in zip(rows["embedding"].is_valid().to_pylist(), rows["embedding_model"].to_pylist(),
+                                   rows["embedding_dim"].to_pylist(), strict=True)]
+
+
 def read_vectors(segment: Segment, model: str, dim: int, rows: int) -> np.ndarray | None:
     """The segment's vectors for (model, dim), or None when the worker has not written them (or they do
     not fit the segment: written by another engram)."""

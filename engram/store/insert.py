@@ -123,7 +123,7 @@ def insert_rows(
     table = pa.Table.from_pylist(list(unique.values()), schema=EPISODE_SCHEMA)
     # registered outside the transaction: unregistering inside an aborted one would mask the error
     with db.registered(con, "incoming_episodes", table), db.transaction(con):
-        # (user_id, id): a batch may hold several tenants (a fold groups their segments), and an id is a tenant's
+        # (user_id, id): a batch may hold several tenants' records, and an id is one tenant's
         conflicts = {(u, i) for u, i in db.rows(con, "queries/store/episode_id_conflicts")}
         if conflicts:
             errors = [RowError(n, "id", f"{r['id']!r} is already stored with different content")
