@@ -164,6 +164,11 @@ class Settings(BaseSettings):
     pca_dims: int = bounded(32, 2, 512, "PCA dimensions before clustering.")
     cluster_min_similarity: float = bounded(0.5, 0.0, 1.0, "Members below this cosine to the centroid are noise.")
     recluster_window_days: int = bounded(7, 0, 365, "Unassigned episodes re-clustered this long.")
+    digests: bool = Field(
+        True, description="The night writes digests: the user's turns about one topic across sessions, and the "
+        "sessions each day opened with, each listing its turns (engram/consolidate/digests.py).")
+    digest_window_days: int = bounded(
+        90, 1, 3650, "Digests are rebuilt from the human turns of this many days before the newest new one.")
     initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")
     support_threshold: float = bounded(0.75, 0.0, 1.0, "Cosine for an episode to support a fact.")
     support_gain: float = bounded(0.05, 0.0, 1.0, "c += gain * (1 - c) per supporting episode.")

@@ -124,7 +124,7 @@ def _keep(index: Any, rows: list[dict[str, Any]], f: Filters, con: db.Connection
     for row in rows:
         if index.table == "facts":
             stored, since = row["confidence"], row.pop("confidence_at")
-            if row["claim_type"] in LASTING_CLAIMS:  # an instruction or preference holds until revoked
+            if row["claim_type"] in LASTING_CLAIMS:  # an instruction, preference or digest holds until replaced
                 row["confidence"] = stored
                 if f.passive:
                     row["standing"] = stored

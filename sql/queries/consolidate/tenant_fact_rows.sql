@@ -2,6 +2,7 @@
 -- similarity stages read those through the published facts index), with each row's DuckDB rowid to
 -- match it to the index. Same rows and order as tenant_fact_vectors. Params: $user_id, $model, $dim, $keys_version
 -- (valence_code is null for a fact not keyed by that rule version).
+-- Digests (claim_type digest, engram.consolidate.digests) are left out: never paired, merged or updated.
 select
     f.id,
     f.rowid as row_id,
@@ -15,6 +16,7 @@ select
 from facts as f
 where f.user_id = $user_id
     and f.status = 'active'
+    and f.claim_type <> 'digest'
     and f.embedding_model = $model
     and f.embedding_dim = $dim
 order by f.created_at, f.id

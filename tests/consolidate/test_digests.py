@@ -1,0 +1,141 @@
+"""Digests: the night lists what the user said across turns (a day's session openers, a topic's turns), each
+digest resting on the turns it lists; the similarity stages leave digests alone; a regrouped day supersedes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from engram.consolidate.context import StageContext
+from engram.consolidate.digests import (
+    DIGEST_ENTRIES,
+    chunks,
+    day_groups,
+    digest_text,
+    lead,
+)
+from engram.consolidate.fact_keys import KEYS_VERSION
+from engram.consolidate.runner import Tools, run_stage
+from engram.embed.models import from_settings
+from engram.query.search import search_memory
+from engram.store import db
+from engram.store.ingest import add_episodes
+
+T0 = datetime(2024, 3, 15, 9, 0)
+
+
+def test_lead_is_the_first_sentence_of_the_first_line_of_prose() -> None:
+    assert lead("I'm building a budget tracker in Flask. It has to be done by April.") == \
+        "I'm building a budget tracker in Flask."
+    assert lead("```python\nx = 1\n```\n\n- Move the   database to Postgres!  Then deploy.") == \
+        "Move the database to Postgres!"
+    long = "word " * 80
+    cut = lead(long, 40)
+    assert cut.endswith(" ...") and len(cut) <= 44 and "  " not in cut
+
+
+def test_day_groups_take_each_sessions_first_turn_by_day() -> None:
+    sessions = ["a", "a", "b", "c", "c", None]
+    times = [T0 + timedelta(minutes=5), T0, T0 + timedelta(hours=1), T0 + timedelta(days=1),
+             T0 + timedelta(days=1, minutes=1), T0]
+    groups = sorted(sorted(g) for g in day_groups(sessions, times))
+    assert groups == [[1, 2], [3]]  # session a opened with row 1 (the earlier), c on the next day
+
+
+def test_chunks_are_in_time_order_and_never_a_lone_turn() -> None:
+    times = [T0 + timedelta(minutes=m) for m in range(DIGEST_ENTRIES + 1)]
+    rows = list(reversed(range(DIGEST_ENTRIES + 1)))
+    assert chunks(rows, times) == [list(range(DIGEST_ENTRIES))]  # the ninth, alone, makes no digest
+    assert chunks(rows[:DIGEST_ENTRIES + 2], times, size=3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+
+
+def test_digest_text_lists_each_turn_under_a_heading() -> None:
+    times = [T0, T0 + timedelta(days=20)]
+    text = digest_text("thread", [0, 1], ["I use Flask. Really.", "I moved to Postgres."], times)
+    assert text.splitlines() == ["What the user said about one topic across sessions, 2024-03-15 to 2024-04-04:",
+                                 "2024-03-15: I use Flask.", "2024-04-04: I moved to Postgres."]
+
+
+SESSIONS = [
+    ("s1", "I'm starting a personal budget tracker in Flask with SQLite.", "Great, let's plan the schema."),
+    ("s2", "I'm adding password hashing with Werkzeug to the budget tracker.", "Use generate_password_hash."),
+    ("s3", "I'm deploying the budget tracker to Render with Gunicorn.", "Set the worker count to 3."),
+]
+
+
+def seed(settings, sessions, private: str | None = None, hour: int = 0) -> None:
+    records = []
+    for n, (sid, said, answered) in enumerate(sessions):
+        at = T0 + timedelta(hours=hour + n)
+        records.append({"id": f"{sid}-u", "user_id": "u", "session_id": sid, "role": "user", "content": said,
+                        "created_at": at, "is_private": sid == private})
+        records.append({"id": f"{sid}-a", "user_id": "u", "session_id": sid, "role": "assistant", "content": answered,
+                        "created_at": at + timedelta(minutes=1)})
+    add_episodes(records, settings)
+
+
+def night(settings, run_id: str) -> None:
+    ctx = StageContext(settings, "u", run_id, T0 + timedelta(days=1))
+    tools = Tools(from_settings(settings))
+    for stage in ("embed", "extract", "confidence", "merge"):
+        run_stage(ctx, stage, tools)
+
+
+def digests(settings) -> dict[str, tuple[str, str, str, bool, list[str]]]:
+    with db.open_reader(settings) as con:
+        rows = con.execute(
+            "select f.id, f.category, f.status, f.text, f.is_private, list(s.episode_id order by s.episode_id) "
+            "from facts f join fact_sources s on s.user_id = f.user_id and s.fact_id = f.id "
+            "and s.relation = 'extracted_from' where f.user_id = 'u' and f.claim_type = 'digest' "
+            "group by all").fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_a_day_digest_rests_on_the_users_session_openers_and_is_searchable(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (fid, (category, status, text, private, sources)), = digests(settings).items()
+    assert (category, status, private) == ("day", "active", False)
+    assert sources == ["s1-u", "s2-u"]  # the assistant's replies are not listed
+    assert text.splitlines()[1:] == [f"2024-03-15: {SESSIONS[0][1]}", f"2024-03-15: {SESSIONS[1][1]}"]
+    with db.open_reader(settings) as con:
+        events = con.execute("select action from fact_events where fact_id = ?", [fid]).fetchall()
+        model, dim = con.execute("select embedding_model, embedding_dim from facts where id = ?", [fid]).fetchone()
+        frame = db.rows(con, "queries/consolidate/tenant_fact_rows", user_id="u", model=model, dim=dim,
+                        keys_version=KEYS_VERSION)
+    assert events == [("created",)]
+    assert frame and fid not in {r[0] for r in frame}  # the similarity stages' facts: the statements, not the digest
+    hits = search_memory("what did I bring up about the budget tracker", "facts", 10, "u", settings=settings)
+    assert fid in [h.id for h in hits]
+
+
+def test_a_new_session_rebuilds_the_days_digest_and_supersedes_the_old(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (old,) = digests(settings)
+    seed(settings, SESSIONS[2:], hour=2)
+    night(settings, "r2")
+    found = digests(settings)
+    assert found[old][1] == "superseded"
+    (new,) = [f for f, row in found.items() if row[1] == "active"]
+    assert found[new][4] == ["s1-u", "s2-u", "s3-u"]
+    with db.open_reader(settings) as con:
+        event = con.execute("select action, related_fact_id, run_id from fact_events where fact_id = ? "
+                            "and action = 'superseded'", [old]).fetchall()
+    assert event == [("superseded", new, "r2")]
+
+
+def test_a_digest_is_as_private_as_its_most_private_turn(settings) -> None:
+    seed(settings, SESSIONS[:2], private="s2")
+    night(settings, "r1")
+    ((_, _, _, private, _),) = digests(settings).values()
+    assert private is True
+
+
+def test_digests_can_be_turned_off(settings, monkeypatch) -> None:
+    monkeypatch.setenv("ENGRAM_DIGESTS", "false")
+    from engram.settings import load_settings
+
+    off = load_settings()
+    seed(off, SESSIONS[:2])
+    night(off, "r1")
+    assert digests(off) == {}
