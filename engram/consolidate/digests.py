@@ -31,16 +31,15 @@ import pyarrow as pa
 from engram.consolidate import speakers
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.context import StageContext, vectors_of
-from engram.consolidate.scoring import initial_confidence
+from engram.consolidate.fact_rows import fact_row
 from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.store.fact_ops import FactChange
-from engram.text.normalize import content_hash, stable_id
+from engram.text.normalize import stable_id
 
 DIGEST = "digest"      # the claim_type of a digest
 DIGEST_ENTRIES = 8     # turns listed by one digest: what an agent can read at a glance
 LEAD_CHARS = 160       # a listed turn's first sentence is cut here
-VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 CODE_BLOCK = re.compile(r"^\s*```.*?(?:^\s*```[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)  # fenced code, to its end
 MARKUP = re.compile(r"^\s*(?:#+|[-*+>]|\d+[.)])\s+")
@@ -135,7 +134,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     out = Digests()
     have = {fid for fid, _ in stored}
     made: dict[str, set[str]] = {}
-    cols = {c: turns[c].to_list() for c in ("id", "content", "visibility", "is_private", "tags")}
+    cols = {c: turns[c].to_list() for c in ("id", "content", "visibility", "is_private", "tags", "created_at")}
     for kind, group in groups:
         for rows in chunks(group, times):
             ids = [cols["id"][i] for i in rows]
@@ -145,8 +144,9 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
                 continue
             vector = vecs[rows].mean(axis=0)
             vector = vector / (np.linalg.norm(vector) or 1.0)
-            out.facts.append(_row(ctx, fid, digest_text(kind, rows, cols["content"], times), rows, cols, times,
-                                  vector, embedder, kind))
+            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], times), rows, cols, vector, embedder,
+                           f"{kind} digest of {len(rows)} turns", DIGEST)
+            out.facts.append({**row, "category": kind})
             out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
                              "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
     for fid, members in stored:
@@ -169,22 +169,3 @@ def write_digests(con: db.Connection, ctx: StageContext, digests: Digests) -> No
         fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(digests.sources))
     if digests.replaced:
         fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, digests.replaced, ctx.as_of)
-
-
-def _row(ctx: StageContext, fid: str, text: str, rows: list[int], cols: dict[str, list[Any]],
-         times: list[datetime], vector: np.ndarray, embedder: Embedder, kind: str) -> dict[str, Any]:
-    """A digest's fact row: as private as its most private turn, dated from its first turn."""
-    visibility = min((cols["visibility"][i] for i in rows), key=lambda v: VISIBILITY_RANK.get(v, 0))
-    first = times[rows[0]]
-    return {
-        "id": fid, "user_id": ctx.user_id, "text": text, "claim_type": DIGEST, "category": kind,
-        "confidence": initial_confidence(len(rows), ctx.settings.initial_confidence, ctx.settings.support_gain),
-        "confidence_at": ctx.as_of, "evidence_count": len(rows),
-        "status": "active", "asserted_at": first, "valid_from": first, "created_at": ctx.as_of,
-        "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
-        "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
-        "embedding_dim": embedder.dim, "content_hash": content_hash(text),
-        "tags": sorted({t for i in rows for t in (cols["tags"][i] or [])}), "visibility": visibility,
-        "is_private": any(bool(cols["is_private"][i]) for i in rows) or visibility == "private",
-        "run_id": ctx.run_id, "reason": f"{kind} digest of {len(rows)} turns",
-    }

@@ -28,7 +28,7 @@ from engram.consolidate.context import (
 )
 from engram.consolidate.digests import Digests, plan_digests, write_digests
 from engram.consolidate.fact_keys import statement_key
-from engram.consolidate.scoring import initial_confidence
+from engram.consolidate.fact_rows import fact_row
 from engram.consolidate.updates import restatement_runs
 from engram.embed.models import Embedder
 from engram.llm.base import Usage
@@ -36,9 +36,7 @@ from engram.llm.usage import record_run_usage
 from engram.store import db, fact_ops
 from engram.text.atomic import answered_question, atomic_statements
 from engram.text.normalize import content_hash, stable_id
-from engram.text.sentences import claim_type
 
-VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
 Draft = tuple[str, np.ndarray, str, str | None, str | None, datetime | None]  # text, member rows, reason, type, category, moment
 
 
@@ -131,29 +129,6 @@ def statement_drafts(
     stated = known({key for key, _ in grouped})
     return [(text, np.array(sorted(set(members))), f"statement of {len(set(members))} episode(s)", moment)
             for (key, run), (text, members, moment) in grouped.items() if run > 0 or key not in stated]
-
-
-def fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], cols: dict[str, list[Any]],
-             vector: np.ndarray, embedder: Embedder, reason: str, kind: str | None = None,
-             moment: datetime | None = None) -> dict[str, Any]:
-    """A new fact's row from its member episodes (`members`: rows of the episode columns `cols`)."""
-    s = ctx.settings
-    visibility = min((cols["visibility"][i] for i in members), key=lambda v: VISIBILITY_RANK.get(v, 0))
-    tags = sorted({t for i in members for t in (cols["tags"][i] or [])})
-    said = min(cols["created_at"][i] for i in members)
-    return {
-        "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
-        "category": "general",
-        "confidence": initial_confidence(len(members), s.initial_confidence, s.support_gain),
-        "confidence_at": ctx.as_of, "evidence_count": len(members), "status": "active",
-        "asserted_at": said, "valid_from": moment or said,
-        "created_at": ctx.as_of, "last_updated": ctx.as_of, "last_reinforced_at": ctx.as_of,
-        "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
-        "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
-        "visibility": visibility,
-        "is_private": any(bool(cols["is_private"][i]) for i in members) or visibility == "private",
-        "run_id": ctx.run_id, "reason": reason,
-    }
 
 
 def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, embedder: Embedder,
