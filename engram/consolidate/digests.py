@@ -9,7 +9,7 @@ tenant's human turns of the digest window (the days before its newest new episod
   came back to in a new session);
 - day: the turn that opened each session of one day, in time order.
 
-A digest lists each turn as "date: its first sentence", at most DIGEST_ENTRIES turns (a longer group is
+A digest lists each turn as "date speaker: its first sentence", at most DIGEST_ENTRIES turns (a longer group is
 cut in time order into several digests). Its vector is the mean of its turns' vectors (its text is
 longer than the embedder reads) and it rests on its turns (extracted_from). Digests are facts of
 claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. When the
@@ -86,13 +86,14 @@ def chunks(rows: Iterable[int], times: list[datetime], size: int = DIGEST_ENTRIE
     return [part for k in range(0, len(ordered), size) if len(part := ordered[k:k + size]) >= 2]
 
 
-def digest_text(kind: str, rows: list[int], contents: list[str], times: list[datetime]) -> str:
-    """The digest's text: a heading, then one line per turn ("2024-03-15: its first sentence")."""
+def digest_text(kind: str, rows: list[int], contents: list[str], speakers: list[str | None],
+                times: list[datetime]) -> str:
+    """The digest's text: a heading, then one line per turn ("2024-03-15 user: its first sentence")."""
     start, end = times[rows[0]], times[rows[-1]]
     span = f"{start:%Y-%m-%d}" if start.date() == end.date() else f"{start:%Y-%m-%d} to {end:%Y-%m-%d}"
-    heading = (f"What the user brought up on {span}, session by session:" if kind == "day"
-               else f"What the user said about one topic across sessions, {span}:")
-    return "\n".join([heading, *(f"{times[i]:%Y-%m-%d}: {lead(contents[i])}" for i in rows)])
+    heading = f"How each session of {span} began:" if kind == "day" else f"One topic across sessions, {span}:"
+    lines = (f"{times[i]:%Y-%m-%d} {speakers[i] or 'someone'}: {lead(contents[i])}" for i in rows)
+    return "\n".join([heading, *lines])
 
 
 @dataclass
@@ -134,7 +135,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     out = Digests()
     have = {fid for fid, _ in stored}
     made: dict[str, set[str]] = {}
-    cols = {c: turns[c].to_list() for c in ("id", "content", "visibility", "is_private", "tags", "created_at")}
+    cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags", "created_at")}
     for kind, group in groups:
         for rows in chunks(group, times):
             ids = [cols["id"][i] for i in rows]
@@ -144,7 +145,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
                 continue
             vector = vecs[rows].mean(axis=0)
             vector = vector / (np.linalg.norm(vector) or 1.0)
-            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], times), rows, cols, vector, embedder,
+            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], times), rows, cols, vector, embedder,
                            f"{kind} digest of {len(rows)} turns", DIGEST)
             out.facts.append({**row, "category": kind})
             out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",

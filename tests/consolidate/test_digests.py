@@ -50,9 +50,11 @@ def test_chunks_are_in_time_order_and_never_a_lone_turn() -> None:
 
 def test_digest_text_lists_each_turn_under_a_heading() -> None:
     times = [T0, T0 + timedelta(days=20)]
-    text = digest_text("thread", [0, 1], ["I use Flask. Really.", "I moved to Postgres."], times)
-    assert text.splitlines() == ["What the user said about one topic across sessions, 2024-03-15 to 2024-04-04:",
-                                 "2024-03-15: I use Flask.", "2024-04-04: I moved to Postgres."]
+    text = digest_text("thread", [0, 1], ["I use Flask. Really.", "I moved to Postgres."], ["user", "Ann"], times)
+    assert text.splitlines() == ["One topic across sessions, 2024-03-15 to 2024-04-04:",
+                                 "2024-03-15 user: I use Flask.", "2024-04-04 Ann: I moved to Postgres."]
+    assert digest_text("day", [0], ["Hi."], [None], times).splitlines() == ["How each session of 2024-03-15 began:",
+                                                                            "2024-03-15 someone: Hi."]
 
 
 SESSIONS = [
@@ -96,7 +98,7 @@ def test_a_day_digest_rests_on_the_users_session_openers_and_is_searchable(setti
     (fid, (category, status, text, private, sources)), = digests(settings).items()
     assert (category, status, private) == ("day", "active", False)
     assert sources == ["s1-u", "s2-u"]  # the assistant's replies are not listed
-    assert text.splitlines()[1:] == [f"2024-03-15: {SESSIONS[0][1]}", f"2024-03-15: {SESSIONS[1][1]}"]
+    assert text.splitlines()[1:] == [f"2024-03-15 user: {SESSIONS[0][1]}", f"2024-03-15 user: {SESSIONS[1][1]}"]
     with db.open_reader(settings) as con:
         events = con.execute("select action from fact_events where fact_id = ?", [fid]).fetchall()
         model, dim = con.execute("select embedding_model, embedding_dim from facts where id = ?", [fid]).fetchone()
