@@ -1,4 +1,4 @@
-"""The nightly consolidation flow: embed, extract, confidence, merge, resolve, deprecate, archive, publish."""
+"""The nightly consolidation flow: embed, extract, confidence, merge, digest, resolve, deprecate, archive, publish."""
 
 from __future__ import annotations
 

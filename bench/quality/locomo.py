@@ -143,7 +143,7 @@ def consolidate(settings, users: list[str], embedder) -> dict[str, dict[str, set
     from engram.store import db
 
     as_of = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    stages = ["extract", "confidence", "merge", "deprecate"]
+    stages = ["extract", "confidence", "merge", "digest", "deprecate"]
     out: dict[str, dict[str, set[str]]] = {}
     for user in users:
         run_tenant(settings, user, f"locomo-{user}", as_of, stages, Tools(embedder))
@@ -175,7 +175,7 @@ def report(result: dict, data: Path) -> str:
         "- baseline-bm25: BM25 over \"speaker: text\" with plain tokens (the data README's lexical baseline),"
         " measured in this run; lexical/vector/hybrid: `search_memory(..., \"episodes\", method=...)` over the"
         " raw episodes; units-*: the default search (`search_memory(..., \"both\")`: a fact with the episodes it"
-        " folds, or an episode) after one nightly run (extract, confidence, merge, deprecate; no LLM) in"
+        " folds, or an episode) after one nightly run (extract, confidence, merge, digest, deprecate; no LLM) in"
         f" {result['consolidate_s']:.0f} s; a fact covers its provenance (extracted_from, supports) and the episodes"
         " folded under it", "",
         "| method | k | " + " | ".join(CATEGORIES.values()) + " |",

@@ -56,14 +56,14 @@ def ingest(store: Store, records: list[dict[str, Any]], embedder: CachedEmbedder
 
 def consolidate_tenant(store: Store, user_id: str, embedder: CachedEmbedder, as_of: datetime,
                        run_id: str = "quality-run") -> dict[str, Any]:
-    """extract, confidence, merge, resolve (with an LLM), deprecate for one tenant; confidences after extract
+    """extract, confidence, merge, digest, resolve (with an LLM), deprecate for one tenant; confidences after extract
     and at the end."""
     ctx = StageContext(store.settings, user_id, run_id, as_of)
     tools = Tools(embedder, store.llm)
     with db.held_open(store.settings):  # as the nightly flow holds it for each tenant
         counts: dict[str, Any] = {"extract": run_stage(ctx, "extract", tools).counts}
         after_extract = fact_table(store, user_id)
-        for stage in ("confidence", "merge") + (("resolve",) if store.llm is not None else ()) + ("deprecate",):
+        for stage in ("confidence", "merge", "digest") + (("resolve",) if store.llm is not None else ()) + ("deprecate",):
             counts[stage] = run_stage(ctx, stage, tools).counts
     counts["confidence_after_extract"] = [f["confidence"] for f in after_extract]
     return counts

@@ -1,1 +1,1 @@
-"""Consolidation: the nightly stages (extract, confidence, merge, resolve, deprecate, archive, publish)."""
+"""Consolidation: the nightly stages (extract, confidence, merge, digest, resolve, deprecate, archive, publish)."""

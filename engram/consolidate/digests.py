@@ -1,19 +1,20 @@
-"""Digests: memories that gather what the user said across turns, each resting on the turns it lists.
+"""Stage digest: memories that gather what people said across turns, each resting on the turns it lists.
 
 A fact is one statement; a question like "in what order did I bring up ..." or "summarise how my
-project went" is answered by many turns of many sessions. The night writes two kinds of digest from the
-tenant's human turns of the digest window (the days before its newest new episode):
+project went" is answered by many turns of many sessions. After the night's merge, for a tenant whose
+episodes this run consolidated, the digests are rebuilt from its human turns of the digest window (the
+days before its newest new episode), leaving out a turn whose every statement a newer value replaced:
 
-- thread: the user's turns about one topic spanning two or more sessions, in time order: an HDBSCAN
-  cluster of all their turns' vectors, or of the turns their sessions opened with (a topic the user
-  came back to in a new session);
+- thread: the turns about one topic spanning two or more sessions, in time order: an HDBSCAN cluster of
+  all the turns' vectors, or of the turns the sessions opened with (a topic taken up again in a new
+  session);
 - day: the turn that opened each session of one day, in time order.
 
-A digest lists each turn as "date speaker: its first sentence", at most DIGEST_ENTRIES turns (a longer group is
-cut in time order into several digests). Its vector is the mean of its turns' vectors (its text is
-longer than the embedder reads) and it rests on its turns (extracted_from). Digests are facts of
-claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. When the
-turns of a group change, the new digest supersedes the active digests it shares turns with.
+A digest lists each turn as "date speaker: its first sentence", at most DIGEST_ENTRIES turns (a longer
+group is cut in time order into several digests). Its vector is the mean of its turns' vectors (its text
+is longer than the embedder reads) and it rests on its turns (extracted_from). Digests are facts of
+claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. A stored
+digest sharing turns with a new one is superseded by it (an event names the new one).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pyarrow as pa
 
 from engram.consolidate import speakers
 from engram.consolidate.cluster import cluster_embeddings
-from engram.consolidate.context import StageContext, vectors_of
+from engram.consolidate.context import StageContext, StagePlan, vectors_of
 from engram.consolidate.fact_rows import fact_row
 from engram.embed.models import Embedder
 from engram.store import db, fact_ops
@@ -58,14 +59,42 @@ def lead(text: str, limit: int = LEAD_CHARS) -> str:
 
 def thread_groups(vectors: np.ndarray, sessions: list[str | None], min_cluster_size: int, pca_dims: int,
                   min_similarity: float) -> list[list[int]]:
-    """Rows of each topic the user came back to: clusters of the turns' vectors spanning two or more sessions."""
+    """Rows of each topic taken up in two or more sessions: clusters of the turns' vectors whose every member
+    is within `min_similarity` of the other members' centroid."""
     labels = cluster_embeddings(vectors, min_cluster_size, pca_dims, min_similarity)
     groups = []
     for label in sorted(set(labels.tolist()) - {-1}):
-        rows = np.flatnonzero(labels == label).tolist()
-        if len({sessions[i] for i in rows}) >= 2:
+        rows = coherent(vectors, np.flatnonzero(labels == label).tolist(), min_similarity)
+        if len(rows) >= 2 and len({sessions[i] for i in rows}) >= 2:
             groups.append(rows)
     return groups
+
+
+def coherent(vectors: np.ndarray, rows: list[int], min_similarity: float) -> list[int]:
+    """The rows whose cosine to the centroid of the other rows is at least `min_similarity`, dropping the
+    farthest one at a time. A centroid counting the row itself flatters a small cluster: four unrelated
+    unit vectors are each about 0.5 from their mean."""
+    rows = list(rows)
+    while len(rows) >= 2:
+        total = vectors[rows].sum(axis=0)
+        others = total[None, :] - vectors[rows]
+        norms = np.linalg.norm(others, axis=1)
+        cos = np.einsum("ij,ij->i", vectors[rows], others) / np.where(norms == 0, 1.0, norms)
+        worst = int(np.argmin(cos))
+        if cos[worst] >= min_similarity:
+            return rows
+        rows.pop(worst)
+    return rows
+
+
+def widest(groups: list[list[int]]) -> list[list[int]]:
+    """The groups no other group contains (one of equal groups): a topic found twice is one thread."""
+    sets = [frozenset(g) for g in groups]
+    keep = []
+    for k, g in enumerate(sets):
+        if not any(g < other or (g == other and j < k) for j, other in enumerate(sets)):
+            keep.append(groups[k])
+    return keep
 
 
 def day_groups(sessions: list[str | None], times: list[datetime]) -> list[list[int]]:
@@ -118,20 +147,19 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
         turns = db.query(con, "queries/consolidate/digest_turns", user_id=ctx.user_id, since=since, until=ctx.as_of,
                          model=embedder.model, dim=embedder.dim)
         stored = db.rows(con, "queries/consolidate/active_digests", user_id=ctx.user_id, since=since)
-    if turns.height:
-        turns = turns.filter(pl.Series(speakers.voiced(turns, s)))
+    if turns.height:  # the human turns; a turn whose every statement was replaced by a newer value is history
+        turns = turns.filter(pl.Series(speakers.voiced(turns, s)) & ~turns["replaced"])
     if turns.height < 2:
         return Digests()
     vecs = vectors_of(turns["embedding"], embedder.dim)
     sessions, times = turns["session_id"].to_list(), turns["created_at"].to_list()
-    groups = [("thread", g) for g in thread_groups(vecs, sessions, s.min_cluster_size, s.pca_dims,
-                                                   s.cluster_min_similarity)]
+    threads = thread_groups(vecs, sessions, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
     days = day_groups(sessions, times)
-    groups += [("day", g) for g in days]
     openers = sorted(i for g in days for i in g)
     if len(openers) >= 2:  # the topics sessions opened with: a thread of requests across sessions
-        groups += [("thread", [openers[j] for j in g]) for g in thread_groups(
+        threads += [[openers[j] for j in g] for g in thread_groups(
             vecs[openers], [sessions[i] for i in openers], 2, s.pca_dims, s.cluster_min_similarity)]
+    groups = [("thread", g) for g in widest(threads)] + [("day", g) for g in days]
     out = Digests()
     have = {fid for fid, _ in stored}
     made: dict[str, set[str]] = {}
@@ -159,6 +187,18 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
             out.replaced.append(FactChange(fid, "superseded", f"digest rebuilt as {successor}",
                                            status="superseded", valid_to=ctx.as_of, related_fact_id=successor))
     return out
+
+
+def digest(ctx: StageContext, embedder: Embedder) -> StagePlan:
+    """The stage: plan the tenant's digests if this run consolidated any of its episodes, and write them."""
+    if not ctx.settings.digests:
+        return StagePlan({"digests_created": 0, "digests_superseded": 0, "disabled": True})
+    with ctx.open() as con:
+        newest = db.rows(con, "queries/consolidate/run_newest_episode", user_id=ctx.user_id, run_id=ctx.run_id)[0][0]
+    if newest is None:
+        return StagePlan({"digests_created": 0, "digests_superseded": 0})
+    planned = plan_digests(ctx, embedder, newest)
+    return StagePlan(planned.counts(), lambda con: write_digests(con, ctx, planned))
 
 
 def write_digests(con: db.Connection, ctx: StageContext, digests: Digests) -> None:

@@ -26,7 +26,6 @@ from engram.consolidate.context import (
     queue_reviews,
     vectors_of,
 )
-from engram.consolidate.digests import Digests, plan_digests, write_digests
 from engram.consolidate.fact_keys import statement_key
 from engram.consolidate.fact_rows import fact_row
 from engram.consolidate.updates import restatement_runs
@@ -58,10 +57,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan
     if not new_ids:
         return StagePlan({**counts, "clusters": 0, "facts_created": 0})
     found = facts_of_episodes(ctx, eps, vectors_of(eps["embedding"], embedder.dim), embedder, llm)
-    newest = eps.filter(pl.col("is_new"))["created_at"].max()
-    digests = plan_digests(ctx, embedder, newest) if s.digests else Digests()
-    counts.update(found.counts, facts_created=len(found.facts), watermark=str(eps["created_at"].max()),
-                  **digests.counts())
+    counts.update(found.counts, facts_created=len(found.facts), watermark=str(eps["created_at"].max()))
 
     def write(con: db.Connection) -> None:
         if found.facts:
@@ -69,7 +65,6 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan
                 db.execute(con, "queries/consolidate/insert_facts")
                 db.execute(con, "queries/consolidate/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
             fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(found.sources))
-        write_digests(con, ctx, digests)
         if found.usage is not None:
             record_run_usage(con, ctx.run_id, ctx.user_id, "extract", found.usage, ctx.as_of)
         queue_reviews(con, found.cases)

@@ -23,6 +23,7 @@ from engram.consolidate.archive import archive
 from engram.consolidate.confidence import confidence
 from engram.consolidate.context import StageContext, StagePlan, StageResult
 from engram.consolidate.deprecate import deprecate
+from engram.consolidate.digests import digest
 from engram.consolidate.embed import embed_pending
 from engram.consolidate.extract import extract
 from engram.consolidate.merge import merge
@@ -56,12 +57,13 @@ class Tools:
     llm: Any = None
 
 
-STAGES = ("embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish")
+STAGES = ("embed", "extract", "confidence", "merge", "digest", "resolve", "deprecate", "archive", "publish")
 REGISTRY: dict[str, Callable[[StageContext, Tools], StagePlan]] = {
     "embed": lambda ctx, t: embed_pending(ctx, t.embedder),
     "extract": lambda ctx, t: extract(ctx, t.embedder, t.llm),
     "confidence": lambda ctx, t: confidence(ctx, t.embedder),
     "merge": lambda ctx, t: merge(ctx, t.embedder),
+    "digest": lambda ctx, t: digest(ctx, t.embedder),
     "resolve": lambda ctx, t: resolve(ctx, t.llm),
     "deprecate": lambda ctx, t: deprecate(ctx),
     "archive": lambda ctx, t: archive(ctx),

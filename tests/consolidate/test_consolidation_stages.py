@@ -29,7 +29,7 @@ def run_all(settings, run_id: str, as_of=AS_OF) -> dict:
     ctx = StageContext(settings, USER, run_id, as_of)
     tools = Tools(from_settings(settings))
     return {stage: run_stage(ctx, stage, tools).summary()
-            for stage in ("embed", "extract", "confidence", "merge", "resolve", "deprecate")}
+            for stage in ("embed", "extract", "confidence", "merge", "digest", "resolve", "deprecate")}
 
 
 def fact_state(con) -> dict[str, tuple[float, str, str | None]]:
@@ -231,5 +231,5 @@ def test_a_run_resumed_for_the_same_as_of_finishes_a_tenant_whose_episodes_it_co
     with db.open_store(settings) as con:
         stages = {r[0] for r in con.execute("select stage from runs where run_id = 'run-1' and status = 'completed'")
                   .fetchall()}
-    assert stages == {"embed", "extract", "confidence", "merge", "resolve", "deprecate", "archive", "publish"}
+    assert stages == {"embed", "extract", "confidence", "merge", "digest", "resolve", "deprecate", "archive", "publish"}
     assert tenants_with_work(settings, AS_OF, "run-1") == []  # finished now: a further rerun leaves it out

@@ -68,3 +68,15 @@ def test_a_contested_pair_stays_active_under_review(demo_store: Settings) -> Non
     with db.open_reader(demo_store) as con:
         assert con.execute("select count(*) from llm_reviews where user_id = $u and kind = 'contradiction'"
                            " and status = 'pending'", {"u": USER}).fetchall() == [(1,)]
+
+
+def test_the_days_digests_leave_out_the_replaced_coffee(demo_store: Settings) -> None:
+    with db.open_reader(demo_store) as con:
+        rows = con.execute("select f.category, f.status, f.text from facts as f where f.user_id = $u"
+                           " and f.claim_type = 'digest'", {"u": USER}).fetchall()
+        coffee = con.execute("select count(*) from facts where user_id = $u and status = 'superseded'"
+                             " and text ilike '%coffee black%'", {"u": USER}).fetchone()[0]
+    assert coffee >= 1 and rows  # the night replaced the coffee with the tea, and wrote digests
+    assert all(status == "active" for _, status, _ in rows)
+    # a turn whose every statement has a newer value is history: no current digest lists it
+    assert not any("coffee black" in text.lower() for _, _, text in rows)

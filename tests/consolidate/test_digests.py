@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from engram.consolidate.context import StageContext
 from engram.consolidate.digests import (
     DIGEST_ENTRIES,
     chunks,
+    coherent,
     day_groups,
     digest_text,
     lead,
+    widest,
 )
 from engram.consolidate.fact_keys import KEYS_VERSION
 from engram.consolidate.runner import Tools, run_stage
@@ -39,6 +43,18 @@ def test_day_groups_take_each_sessions_first_turn_by_day() -> None:
              T0 + timedelta(days=1, minutes=1), T0]
     groups = sorted(sorted(g) for g in day_groups(sessions, times))
     assert groups == [[1, 2], [3]]  # session a opened with row 1 (the earlier), c on the next day
+
+
+def test_a_thread_keeps_only_members_close_to_the_others() -> None:
+    eye = np.eye(4, dtype=np.float32)
+    assert len(coherent(eye, [0, 1, 2, 3], 0.5)) < 2  # four unrelated turns are no topic
+    near = np.array([[1, 0.1, 0], [1, 0, 0.1], [1, 0.05, 0.05], [0, 0, 1]], dtype=np.float32)
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    assert coherent(near, [0, 1, 2, 3], 0.5) == [0, 1, 2]  # the stray row goes, the topic stays
+
+
+def test_a_topic_found_twice_is_one_thread() -> None:
+    assert widest([[1, 2], [1, 2, 3], [4, 5], [5, 4], [2, 6]]) == [[1, 2, 3], [4, 5], [2, 6]]
 
 
 def test_chunks_are_in_time_order_and_never_a_lone_turn() -> None:
@@ -78,7 +94,7 @@ def seed(settings, sessions, private: str | None = None, hour: int = 0) -> None:
 def night(settings, run_id: str) -> None:
     ctx = StageContext(settings, "u", run_id, T0 + timedelta(days=1))
     tools = Tools(from_settings(settings))
-    for stage in ("embed", "extract", "confidence", "merge"):
+    for stage in ("embed", "extract", "confidence", "merge", "digest"):
         run_stage(ctx, stage, tools)
 
 
@@ -141,3 +157,4 @@ def test_digests_can_be_turned_off(settings, monkeypatch) -> None:
     seed(off, SESSIONS[:2])
     night(off, "r1")
     assert digests(off) == {}
+

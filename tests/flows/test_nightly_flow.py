@@ -21,7 +21,7 @@ def violations(con) -> dict[str, int]:
 def test_nightly_flow_consolidates_and_is_idempotent(settings) -> None:
     seed(settings)
     result = nightly_consolidation(user_id=USER, as_of=AS_OF, stages=[
-        "embed", "extract", "confidence", "merge", "resolve", "deprecate", "publish"])
+        "embed", "extract", "confidence", "merge", "digest", "resolve", "deprecate", "publish"])
     stages = result["tenants"][USER]
     assert stages["merge"]["merges"] == 1
     # the stale fact; the side of the contradiction halved below the floor waits for its review

@@ -16,7 +16,7 @@ from engram.store.crash import CRASH_ENV
 from tests.consolidation_scenario import seed
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = "embed,extract,confidence,merge,resolve,deprecate,publish"
+STAGES = "embed,extract,confidence,merge,digest,resolve,deprecate,publish"
 CRASH_POINTS = ["embed:episodes:mid_write"] + [
     f"{stage}:{point}"
     for stage in ("extract", "confidence", "merge", "deprecate")

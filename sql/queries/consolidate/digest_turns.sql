@@ -1,5 +1,6 @@
 -- Returns the tenant's embedded, active episodes from $since to $until, oldest first, with the columns the
--- digests are built from (engram.consolidate.digests keeps the human turns).
+-- digests are built from (engram.consolidate.digests keeps the human turns), and whether every statement
+-- the episode made was replaced by a newer value (it made a superseded fact and no current one).
 -- Params: $user_id, $since, $until, $model, $dim.
 select
     e.id,
@@ -12,8 +13,23 @@ select
     e.is_private,
     e.visibility,
     e.tags,
-    e.embedding
+    e.embedding,
+    coalesce(r.replaced, false) as replaced
 from episodes as e
+left join (
+    select
+        s.episode_id,
+        bool_or(f.status = 'superseded') and not bool_or(f.status in ('active', 'merged_into')) as replaced
+    from fact_sources as s
+    join facts as f
+        on f.user_id = s.user_id
+        and f.id = s.fact_id
+    where s.user_id = $user_id
+        and s.relation = 'extracted_from'
+        and f.claim_type <> 'digest'
+    group by s.episode_id
+) as r
+    on r.episode_id = e.id
 where e.user_id = $user_id
     and e.status = 'active'
     and e.embedding_model = $model
