@@ -13,13 +13,16 @@ days before its newest new episode), leaving out a turn whose every statement a 
 A digest lists each turn as "date speaker: its first sentence", at most DIGEST_ENTRIES turns (a longer
 group is cut in time order into several digests). Its vector is the mean of its turns' vectors (its text
 is longer than the embedder reads) and it rests on its turns (extracted_from). Digests are facts of
-claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. A stored
-digest sharing turns with a new one is superseded by it (an event names the new one).
+claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. Turns are
+grouped only with turns of the same tags (a tag-scoped search never reads another tag's turn). A digest
+holds from its last turn on. An active digest of the window that no group makes again is superseded,
+by the new digest of its kind it shares most turns with when there is one (an event names it).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,8 +40,8 @@ from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.store.fact_ops import FactChange
 from engram.text.normalize import stable_id
+from engram.text.sentences import DIGEST
 
-DIGEST = "digest"      # the claim_type of a digest
 DIGEST_ENTRIES = 8     # turns listed by one digest: what an agent can read at a glance
 LEAD_CHARS = 160       # a listed turn's first sentence is cut here
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -65,7 +68,7 @@ def thread_groups(vectors: np.ndarray, sessions: list[str | None], min_cluster_s
     groups = []
     for label in sorted(set(labels.tolist()) - {-1}):
         rows = coherent(vectors, np.flatnonzero(labels == label).tolist(), min_similarity)
-        if len(rows) >= 2 and len({sessions[i] for i in rows}) >= 2:
+        if len(rows) >= 2 and len({sessions[i] for i in rows} - {None}) >= 2:
             groups.append(rows)
     return groups
 
@@ -110,9 +113,13 @@ def day_groups(sessions: list[str | None], times: list[datetime]) -> list[list[i
 
 
 def chunks(rows: Iterable[int], times: list[datetime], size: int = DIGEST_ENTRIES) -> list[list[int]]:
-    """A group's rows in time order, cut into digests of at most `size`; a lone last row joins none."""
+    """A group's rows in time order, cut into as few digests of at most `size` as it takes, of even length
+    (9 turns make 5 + 4, not 8 + 1); a lone turn makes none."""
     ordered = sorted(rows, key=lambda i: (times[i], i))
-    return [part for k in range(0, len(ordered), size) if len(part := ordered[k:k + size]) >= 2]
+    if len(ordered) < 2:
+        return []
+    parts = -(-len(ordered) // size)
+    return [part.tolist() for part in np.array_split(np.array(ordered), parts)]
 
 
 def digest_text(kind: str, rows: list[int], contents: list[str], speakers: list[str | None],
@@ -138,55 +145,91 @@ class Digests:
         return {"digests_created": len(self.facts), "digests_superseded": len(self.replaced)}
 
 
+def grouped_turns(vectors: np.ndarray, sessions: list[str | None], times: list[datetime], min_cluster_size: int,
+                  pca_dims: int, min_similarity: float) -> list[tuple[str, list[int]]]:
+    """(kind, rows) of every digest group of some turns: threads (of all turns, and of the turns sessions
+    opened with; a topic found both ways is one thread), then days."""
+    threads = thread_groups(vectors, sessions, min_cluster_size, pca_dims, min_similarity)
+    days = day_groups(sessions, times)
+    openers = sorted(i for g in days for i in g)
+    if len(openers) >= 2:  # the topics sessions opened with: a thread of requests across sessions
+        threads += [[openers[j] for j in g] for g in thread_groups(
+            vectors[openers], [sessions[i] for i in openers], 2, pca_dims, min_similarity)]
+    return [("thread", g) for g in widest(threads)] + [("day", g) for g in days]
+
+
 def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Digests:
     """The digests of the tenant's human turns said since `newest` (the newest new episode) - digest_window_days,
-    and the active digests they replace (those sharing a turn with a new digest that is not already stored)."""
+    and the retirement of the active digests of that window that no group makes again.
+
+    Turns are grouped within one set of tags, so a tag-scoped search never reads another tag's turn. A group
+    an active digest already lists keeps it; a new group gets an id that no digest ever had."""
     s = ctx.settings
     since = newest - timedelta(days=s.digest_window_days)
     with ctx.open() as con:
         turns = db.query(con, "queries/consolidate/digest_turns", user_id=ctx.user_id, since=since, until=ctx.as_of,
                          model=embedder.model, dim=embedder.dim)
         stored = db.rows(con, "queries/consolidate/active_digests", user_id=ctx.user_id, since=since)
-    if turns.height:  # the human turns; a turn whose every statement was replaced by a newer value is history
+        taken = {r[0] for r in db.rows(con, "queries/consolidate/digest_ids", user_id=ctx.user_id)}
+    if turns.height:  # the human turns; a turn whose every statement was replaced or retracted is history
         turns = turns.filter(pl.Series(speakers.voiced(turns, s)) & ~turns["replaced"])
-    if turns.height < 2:
-        return Digests()
-    vecs = vectors_of(turns["embedding"], embedder.dim)
-    sessions, times = turns["session_id"].to_list(), turns["created_at"].to_list()
-    threads = thread_groups(vecs, sessions, s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
-    days = day_groups(sessions, times)
-    openers = sorted(i for g in days for i in g)
-    if len(openers) >= 2:  # the topics sessions opened with: a thread of requests across sessions
-        threads += [[openers[j] for j in g] for g in thread_groups(
-            vecs[openers], [sessions[i] for i in openers], 2, s.pca_dims, s.cluster_min_similarity)]
-    groups = [("thread", g) for g in widest(threads)] + [("day", g) for g in days]
     out = Digests()
-    have = {fid for fid, _ in stored}
-    made: dict[str, set[str]] = {}
-    cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags", "created_at")}
-    for kind, group in groups:
-        for rows in chunks(group, times):
-            ids = [cols["id"][i] for i in rows]
-            fid = stable_id("fact", ctx.user_id, DIGEST, kind, *ids)
-            made[fid] = set(ids)
-            if fid in have or any(f["id"] == fid for f in out.facts):
-                continue
-            vector = vecs[rows].mean(axis=0)
-            vector = vector / (np.linalg.norm(vector) or 1.0)
-            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], times), rows, cols, vector, embedder,
-                           f"{kind} digest of {len(rows)} turns", DIGEST)
-            out.facts.append({**row, "category": kind})
-            out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
-                             "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
-    for fid, members in stored:
+    kept = {(kind, frozenset(members)): (fid, since_) for fid, kind, since_, members in stored}
+    made: dict[str, tuple[str, frozenset[str], datetime]] = {}  # id -> kind, turns, valid_from
+    if turns.height >= 2:
+        vecs = vectors_of(turns["embedding"], embedder.dim)
+        cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags",
+                                                "created_at", "session_id")}
+        times = cols["created_at"]
+        by_tags: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i, tags in enumerate(cols["tags"]):
+            by_tags[tuple(sorted(tags or []))].append(i)
+        for part in by_tags.values():
+            groups = grouped_turns(vecs[part], [cols["session_id"][i] for i in part], [times[i] for i in part],
+                                   s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
+            for kind, group in groups:
+                for rows in chunks([part[j] for j in group], times):
+                    _plan_one(ctx, embedder, kind, rows, cols, vecs, kept, taken, made, out)
+    for fid, kind, valid_from, members in stored:
         if fid in made:
             continue
-        members = set(members or [])
-        successor = max(made, key=lambda m: len(made[m] & members), default=None)
-        if successor is not None and made[successor] & members:
-            out.replaced.append(FactChange(fid, "superseded", f"digest rebuilt as {successor}",
-                                           status="superseded", valid_to=ctx.as_of, related_fact_id=successor))
+        shared = {m: len(turns_ & set(members)) for m, (k, turns_, _) in made.items() if k == kind and m != fid}
+        successor = max(shared, key=lambda m: shared[m], default=None) if any(shared.values()) else None
+        if successor is None:
+            out.replaced.append(FactChange(fid, "superseded", "its turns no longer make this digest",
+                                           status="superseded", valid_to=ctx.as_of))
+        else:  # in force until its successor is, never before it began
+            until = max(made[successor][2], valid_from) if valid_from is not None else made[successor][2]
+            out.replaced.append(FactChange(fid, "superseded", f"digest rebuilt as {successor}", status="superseded",
+                                           valid_to=until, related_fact_id=successor))
     return out
+
+
+def _plan_one(ctx: StageContext, embedder: Embedder, kind: str, rows: list[int], cols: dict[str, list[Any]],
+              vecs: np.ndarray, kept: dict[tuple[str, frozenset[str]], tuple[str, datetime]], taken: set[str],
+              made: dict[str, tuple[str, frozenset[str], datetime]], out: Digests) -> None:
+    """One digest group: kept when an active digest lists the same turns, else planned under a fresh id."""
+    ids = [cols["id"][i] for i in rows]
+    key = (kind, frozenset(ids))
+    if key in kept:
+        fid, valid_from = kept[key]
+        made[fid] = (kind, key[1], valid_from)
+        return
+    fid = stable_id("fact", ctx.user_id, DIGEST, kind, *ids)
+    if fid in taken:  # the same turns made a digest once, since retired: this one is another generation
+        fid = stable_id("fact", ctx.user_id, DIGEST, kind, ctx.run_id, *ids)
+    if fid in made or fid in taken:
+        return
+    vector = vecs[rows].mean(axis=0)
+    vector = vector / (np.linalg.norm(vector) or 1.0)
+    # a digest holds from its last turn on: before that it did not list what it lists
+    last = cols["created_at"][rows[-1]]
+    row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], cols["created_at"]), rows,
+                   cols, vector, embedder, f"{kind} digest of {len(rows)} turns", DIGEST, moment=last)
+    made[fid] = (kind, key[1], last)
+    out.facts.append({**row, "category": kind})
+    out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
+                     "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
 
 
 def digest(ctx: StageContext, embedder: Embedder) -> StagePlan:

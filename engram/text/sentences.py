@@ -21,7 +21,7 @@ NEGATIONS = {
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without",
     "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't",
     "can't", "couldn't", "shouldn't", "hasn't", "haven't", "hadn't", "dont", "doesnt", "didnt",
-    "isnt", "arent", "wasnt", "cant", "wont", "n't", "nobody", "nowhere",
+    "isnt", "arent", "wasnt", "cant", "wont", "n't", "nowhere",
 }
 # Word pairs whose swap flips a statement. Pairs that mostly mark a different subject or scene
 # rather than a contradiction (man/woman, boy/girl, sitting/standing, up/down, in/out, on/off,
@@ -51,12 +51,13 @@ INSTRUCTION = re.compile(
     r"|\b(?:when|whenever|if|every time)\s+(?:i|the user|they|we)\s+asks?\b"
     r"|\b(?:i|the user)\s+(?:wants?|needs?|would like)\s+you\s+to\s+always\b")
 # no decay, no deprecation: current until revoked or replaced (a digest: until its turns are regrouped)
-LASTING_CLAIMS = ("instruction", "preference", "digest")
+DIGEST = "digest"  # the claim type of a digest (engram.consolidate.digests): what was said across turns
+LASTING_CLAIMS = ("instruction", "preference", DIGEST)
 PREFERENCE = re.compile(r"\b(love|loves|like|likes|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b")
 GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope to|hopes to|going to|aim to|dream of)\b")
 ASSUMPTION = re.compile(r"\b(maybe|probably|i think|i guess|might|perhaps|assume|seems)\b")
-QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.I)
-PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.I)
+QUESTION_START = re.compile(r"^\s*(what|why|how|when|where|who|which|do|does|did|is|are|can|could|would|will)\b", re.IGNORECASE)
+PRONOUN_START = re.compile(r"^\s*(it|this|that|these|those|they|he|she|him|her|them|there)\b", re.IGNORECASE)
 FIRST_PERSON = {"i", "my", "me", "we", "our", "us"}  # also as the head of "i'm", "we've", ...
 
 

@@ -16,6 +16,7 @@ from engram.errors import InvalidInput
 from engram.store import db
 from engram.store.fact_ops import FactChange, apply_changes
 from engram.text.normalize import content_hash
+from engram.text.sentences import DIGEST
 from engram.thoughtdb.common import (
     CLAIM_TYPES,
     check_source_refs,
@@ -39,7 +40,7 @@ def list_claims(
     """The tenant's claims, newest first, optionally filtered by status and claim_type."""
     require(user_id, "user")
     if claim_type is not None:
-        choice(claim_type, CLAIM_TYPES, "claim_type")
+        choice(claim_type, (*CLAIM_TYPES, DIGEST), "claim_type")
     if limit < 1:
         raise InvalidInput("limit: must be >= 1")
     frame = db.query(con, "queries/thoughtdb/thought_claims_list", user_id=user_id, status=status,
@@ -87,6 +88,12 @@ def _live(claim: dict[str, Any], field: str) -> None:
         raise InvalidInput(f"{field}: claim {claim['id']!r} is {claim['status']}, not active")
 
 
+def _editable(claim: dict[str, Any], field: str) -> None:
+    if claim["claim_type"] == DIGEST:
+        raise InvalidInput(f"{field}: claim {claim['id']!r} is a digest, rebuilt each night from the turns it lists; "
+                           "change the claims of those turns instead")
+
+
 def _edge(con: db.Connection, user_id: str, edge_type: str, from_id: str, to_id: str,
           refs: Sequence[str], now: datetime) -> str:
     edge_id = new_id("edge", user_id, edge_type, from_id, to_id)
@@ -120,6 +127,7 @@ def supersede_claim(
     with db.transaction(con) if atomic else nullcontext():
         old = get_claim(con, user_id, require(claim_id, "claim_id"))
         _live(old, "claim_id")
+        _editable(old, "claim_id")
         ctype = choice(claim_type or old["claim_type"], CLAIM_TYPES, "claim_type")
         conf = old["confidence"] if confidence is None else float(confidence)
         if not 0.0 <= conf <= 1.0:
@@ -168,12 +176,14 @@ def same_as(
     run_id = clock.run_id("manual", now)
     with db.transaction(con) if atomic else nullcontext():
         dup = get_claim(con, user_id, require(duplicate_id, "duplicate_id"))
+        _editable(dup, "duplicate_id")
         get_claim(con, user_id, require(canonical_id, "canonical_id"))
         target = resolve(con, user_id, canonical_id)[-1]
         if target == dup["id"]:
             raise InvalidInput("canonical_id: resolves to the duplicate itself (a same_as cycle)")
         canon = get_claim(con, user_id, target)
         _live(canon, "canonical_id")
+        _editable(canon, "canonical_id")
         if dup["status"] == "merged_into":
             raise InvalidInput(f"duplicate_id: claim {dup['id']!r} already redirects to {dup['merged_into_id']!r}")
         refs = check_source_refs(con, user_id, source_refs, required=False)

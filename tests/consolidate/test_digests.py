@@ -57,11 +57,12 @@ def test_a_topic_found_twice_is_one_thread() -> None:
     assert widest([[1, 2], [1, 2, 3], [4, 5], [5, 4], [2, 6]]) == [[1, 2, 3], [4, 5], [2, 6]]
 
 
-def test_chunks_are_in_time_order_and_never_a_lone_turn() -> None:
+def test_chunks_are_in_time_order_even_and_never_a_lone_turn() -> None:
     times = [T0 + timedelta(minutes=m) for m in range(DIGEST_ENTRIES + 1)]
     rows = list(reversed(range(DIGEST_ENTRIES + 1)))
-    assert chunks(rows, times) == [list(range(DIGEST_ENTRIES))]  # the ninth, alone, makes no digest
-    assert chunks(rows[:DIGEST_ENTRIES + 2], times, size=3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert chunks(rows, times) == [[0, 1, 2, 3, 4], [5, 6, 7, 8]]  # 9 turns: 5 + 4, no turn left out
+    assert chunks(rows[:DIGEST_ENTRIES], times, size=3) == [[1, 2, 3], [4, 5, 6], [7, 8]]
+    assert chunks([4], times) == []
 
 
 def test_digest_text_lists_each_turn_under_a_heading() -> None:
@@ -158,3 +159,83 @@ def test_digests_can_be_turned_off(settings, monkeypatch) -> None:
     night(off, "r1")
     assert digests(off) == {}
 
+
+
+def active_digests(settings) -> list[tuple[str, str, list[str]]]:
+    return sorted((row[0], fid, row[4]) for fid, row in digests(settings).items() if row[1] == "active")
+
+
+def test_a_group_back_to_turns_it_once_had_gets_one_active_digest(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    seed(settings, SESSIONS[2:], hour=2)
+    night(settings, "r2")
+    with db.open_store(settings) as con:  # the third session is marked for removal
+        con.execute("update episodes set status = 'removal' where user_id = 'u' and session_id = 's3'").fetchall()
+    add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
+                   "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
+    night(settings, "r3")
+    ((kind, fid, sources),) = active_digests(settings)
+    assert (kind, sources) == ("day", ["s1-u", "s2-u"])
+    first = [f for f, row in digests(settings).items() if row[4] == ["s1-u", "s2-u"] and f != fid]
+    assert len(first) == 1 and digests(settings)[first[0]][1] == "superseded"  # r1's, never brought back
+
+
+def test_a_digest_whose_turns_no_longer_group_is_retired(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (old,) = digests(settings)
+    with db.open_store(settings) as con:
+        con.execute("update episodes set status = 'removal' where user_id = 'u' and session_id = 's2'").fetchall()
+    add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
+                   "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
+    night(settings, "r2")
+    assert digests(settings)[old][1] == "superseded" and active_digests(settings) == []
+    with db.open_reader(settings) as con:
+        (reason,) = con.execute("select reason from fact_events where fact_id = ? and action = 'superseded'",
+                                [old]).fetchone()
+    assert reason == "its turns no longer make this digest"
+
+
+def test_a_digest_holds_from_its_last_turn(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (fid,) = digests(settings)
+    with db.open_reader(settings) as con:
+        valid_from, asserted = con.execute("select valid_from, asserted_at from facts where id = ?", [fid]).fetchone()
+    assert (asserted, valid_from) == (T0, T0 + timedelta(hours=1))
+
+
+def test_turns_of_other_tags_never_share_a_digest(settings) -> None:
+    records = [{"id": f"{sid}-u", "user_id": "u", "session_id": sid, "role": "user", "content": said,
+                "created_at": T0 + timedelta(hours=n), "tags": [tag]}
+               for n, ((sid, said, _), tag) in enumerate(zip(SESSIONS, ["work", "health", "work"], strict=True))]
+    add_episodes(records, settings)
+    night(settings, "r1")
+    assert [sources for _, _, sources in active_digests(settings)] == [["s1-u", "s3-u"]]
+
+
+def test_a_turn_listed_only_by_a_digest_is_still_reclustered(settings) -> None:
+    seed(settings, [("s1", "how do I deploy it?", "With Gunicorn."), ("s2", "what about the logs?", "Use Loggly.")])
+    night(settings, "r1")
+    assert active_digests(settings)  # the two questions are listed by the day's digest
+    with db.open_reader(settings) as con:
+        ((model, dim),) = con.execute("select embedding_model, embedding_dim from episodes limit 1").fetchall()
+        window = db.query(con, "queries/consolidate/consolidation_episodes", user_id="u", as_of=T0 + timedelta(days=1),
+                          window_start=T0 - timedelta(days=1), model=model, dim=dim)
+    assert {"s1-u", "s2-u"} <= set(window["id"].to_list())  # no fact rests on them: the LLM may see them again
+
+
+def test_the_thought_db_lists_digests_and_refuses_to_edit_them(settings) -> None:
+    import pytest
+
+    from engram.errors import InvalidInput
+    from engram.thoughtdb.claims import list_claims, supersede_claim
+
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (fid,) = digests(settings)
+    with db.open_store(settings) as con:
+        assert [c["id"] for c in list_claims(con, "u", claim_type="digest")] == [fid]
+        with pytest.raises(InvalidInput, match="claim_id: .* is a digest"):
+            supersede_claim(con, "u", fid, "Something else.")

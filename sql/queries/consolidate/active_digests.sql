@@ -1,20 +1,24 @@
--- Returns the tenant's active digests that rest on an episode said at or after $since, each with the ids
--- of the episodes it rests on (engram.consolidate.digests: a rebuilt group supersedes them).
+-- Returns the tenant's active digests that a night rebuilding the window from $since must reconsider: those
+-- resting on an episode said at or after $since, or on one no longer active (marked for removal, archived,
+-- deleted). Each with its kind (category), valid_from and the ids of the episodes it rests on.
 -- Params: $user_id, $since.
 select
     f.id,
+    f.category,
+    f.valid_from,
     list(s.episode_id order by s.episode_id) as episode_ids
 from facts as f
 join fact_sources as s
     on s.user_id = f.user_id
     and s.fact_id = f.id
     and s.relation = 'extracted_from'
-join episodes as e
+left join episodes as e
     on e.user_id = s.user_id
     and e.id = s.episode_id
 where f.user_id = $user_id
     and f.claim_type = 'digest'
     and f.status = 'active'
-group by f.id
+group by f.id, f.category, f.valid_from
 having max(e.created_at) >= $since
+    or bool_or(e.id is null or e.status <> 'active')
 order by f.id

@@ -55,11 +55,15 @@ where e.user_id = $user_id
         e.consolidated_run_id is null
         or (
             e.created_at >= $window_start
-            and not exists (
+            and not exists (  -- a digest listing the episode is no fact drawn from it
                 select 1
                 from fact_sources as s
+                join facts as f
+                    on f.user_id = s.user_id
+                    and f.id = s.fact_id
                 where s.user_id = e.user_id
                     and s.episode_id = e.id
+                    and f.claim_type <> 'digest'
             )
         )
     )

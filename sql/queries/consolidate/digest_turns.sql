@@ -1,6 +1,6 @@
 -- Returns the tenant's embedded, active episodes from $since to $until, oldest first, with the columns the
 -- digests are built from (engram.consolidate.digests keeps the human turns), and whether every statement
--- the episode made was replaced by a newer value (it made a superseded fact and no current one).
+-- the episode made was replaced or retracted (it made a superseded or retracted fact and no current one).
 -- Params: $user_id, $since, $until, $model, $dim.
 select
     e.id,
@@ -19,7 +19,8 @@ from episodes as e
 left join (
     select
         s.episode_id,
-        bool_or(f.status = 'superseded') and not bool_or(f.status in ('active', 'merged_into')) as replaced
+        bool_or(f.status in ('superseded', 'retracted'))
+            and not bool_or(f.status in ('active', 'merged_into')) as replaced
     from fact_sources as s
     join facts as f
         on f.user_id = s.user_id
