@@ -169,12 +169,13 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     with ctx.open() as con:
         turns = db.query(con, "queries/consolidate/digest_turns", user_id=ctx.user_id, since=since, until=ctx.as_of,
                          model=embedder.model, dim=embedder.dim)
-        stored = db.rows(con, "queries/consolidate/active_digests", user_id=ctx.user_id, since=since)
+        stored = db.rows(con, "queries/consolidate/active_digests", user_id=ctx.user_id, since=since,
+                         model=embedder.model, dim=embedder.dim)
         taken = {r[0] for r in db.rows(con, "queries/consolidate/digest_ids", user_id=ctx.user_id)}
     if turns.height:  # the human turns; a turn whose every statement was replaced or retracted is history
         turns = turns.filter(pl.Series(speakers.voiced(turns, s)) & ~turns["replaced"])
     out = Digests()
-    kept = {(kind, frozenset(members)): (fid, since_) for fid, kind, since_, members in stored}
+    kept = {(kind, frozenset(members)): (fid, since_) for fid, kind, since_, members, current in stored if current}
     made: dict[str, tuple[str, frozenset[str], datetime]] = {}  # id -> kind, turns, valid_from
     if turns.height >= 2:
         vecs = vectors_of(turns["embedding"], embedder.dim)
@@ -190,7 +191,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
             for kind, group in groups:
                 for rows in chunks([part[j] for j in group], times):
                     _plan_one(ctx, embedder, kind, rows, cols, vecs, kept, taken, made, out)
-    for fid, kind, valid_from, members in stored:
+    for fid, kind, valid_from, members, _ in stored:
         if fid in made:
             continue
         shared = {m: len(turns_ & set(members)) for m, (k, turns_, _) in made.items() if k == kind and m != fid}

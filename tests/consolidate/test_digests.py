@@ -239,3 +239,17 @@ def test_the_thought_db_lists_digests_and_refuses_to_edit_them(settings) -> None
         assert [c["id"] for c in list_claims(con, "u", claim_type="digest")] == [fid]
         with pytest.raises(InvalidInput, match="claim_id: .* is a digest"):
             supersede_claim(con, "u", fid, "Something else.")
+
+
+def test_a_digest_of_another_embedder_is_rebuilt(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (old,) = digests(settings)
+    with db.open_store(settings) as con:  # as if written under another embedder
+        con.execute("update facts set embedding_model = 'older-model' where id = ?", [old]).fetchall()
+    add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
+                   "created_at": T0 + timedelta(hours=20)}], settings)
+    night(settings, "r2")
+    assert digests(settings)[old][1] == "superseded"
+    ((kind, new, sources),) = active_digests(settings)
+    assert (kind, sources) == ("day", ["s1-u", "s2-u"]) and new != old
