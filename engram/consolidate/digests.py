@@ -3,7 +3,7 @@
 A fact is one statement; a question like "in what order did I bring up ..." or "summarise how my
 project went" is answered by many turns of many sessions. After the night's merge, for a tenant whose
 episodes this run consolidated, the digests are rebuilt from its human turns of the digest window (the
-days before its newest new episode), leaving out a turn whose every statement a newer value replaced:
+days before its newest new episode), leaving out a turn whose every statement was replaced or retracted:
 
 - thread: the turns about one topic spanning two or more sessions, in time order: an HDBSCAN cluster of
   all the turns' vectors, or of the turns the sessions opened with (a topic taken up again in a new
