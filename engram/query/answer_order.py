@@ -18,6 +18,7 @@ import numpy as np
 
 from engram.text import answer_type
 from engram.text.counts import BARE, counts
+from engram.text.sentences import DIGEST
 
 ANSWERLESS_WEIGHT = 0.5  # the score of a memory that states no value of the kind the question asks for
 
@@ -41,6 +42,8 @@ def latest_count_first(hits: list[Any], query: str) -> list[Any]:
     stated: dict[tuple[str, ...], list[Any]] = {}
     values: dict[tuple[str, ...], set[str]] = {}
     for h in out:
+        if getattr(h, "claim_type", None) == DIGEST:
+            continue  # a digest lists what several turns said: no one value of its own
         for unit, value in counts(h.text).items():
             if unit[0] != BARE:
                 stated.setdefault(unit, []).append(h)

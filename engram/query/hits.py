@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from engram.text.normalize import content_hash
-from engram.text.sentences import valence_conflict
+from engram.text.sentences import DIGEST, valence_conflict
 from engram.text.tokens import TEXT_CACHE_SIZE, kept_per_text, tokenize
 
 # Two episodes at DIVERSITY_COSINE (engram.query.ranking) fold only when they also share this much of their
@@ -115,8 +115,11 @@ def stated_at(row: dict[str, Any]) -> datetime | None:
 
 def near_kind(shown: dict[str, Any], candidate: dict[str, Any]) -> str | None:
     """How a `candidate` row near a `shown` row relates to it: "disputes" (it denies it, a negation or
-    antonym: both sides of a contested pair are shown), "updates" (it restates it later with another value:
+    antonym: both sides of a contested pair are shown), "apart" (one is a digest: a list of turns neither
+    restates nor updates a statement, both are shown), "updates" (it restates it later with another value:
     a knowledge update, it takes the slot), or None (a restatement, folded under it). One valence check."""
+    if DIGEST in (shown.get("claim_type"), candidate.get("claim_type")):
+        return "apart"
     conflict = valence_conflict(shown["text"], candidate["text"])
     if conflict in ("negation", "antonym"):
         return "disputes"

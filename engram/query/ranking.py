@@ -145,8 +145,8 @@ def rank(
                 close = np.array([h for h in close if restates(hits[h].text, row["text"])], np.int64)
             near = int(close.min()) if len(close) else None
         kind = near_kind(kept[hits[near].id], row) if near is not None else None
-        if kind == "disputes":
-            near = None  # the other side of a contradiction is no restatement: both are shown
+        if kind in ("disputes", "apart"):
+            near = None  # the other side of a contradiction, or a digest, is no restatement: both are shown
         if near is None and len(hits) >= limit:
             continue  # every slot is taken: a later candidate can only take one as an update
         if near is not None:

@@ -253,3 +253,14 @@ def test_a_digest_of_another_embedder_is_rebuilt(settings) -> None:
     assert digests(settings)[old][1] == "superseded"
     ((kind, new, sources),) = active_digests(settings)
     assert (kind, sources) == ("day", ["s1-u", "s2-u"]) and new != old
+
+
+def test_a_digest_neither_restates_nor_updates_a_fact_near_it() -> None:
+    from engram.query.hits import near_kind
+
+    fact = {"text": "The user's standup is at 9:30.", "claim_type": "fact", "valid_from": T0}
+    digest = {"text": "One topic across sessions:\n2024-03-16 user: The standup is at 10:30 now.",
+              "claim_type": "digest", "valid_from": T0 + timedelta(days=1)}
+    later = {**fact, "text": "The user's standup is at 10:30.", "valid_from": T0 + timedelta(days=1)}
+    assert near_kind(fact, later) == "updates"  # a later value of the same statement takes the slot
+    assert near_kind(fact, digest) == near_kind(digest, fact) == "apart"  # a list of turns is shown beside it

@@ -22,6 +22,7 @@ class _Hit:
     date: datetime | None = None
     created_at: datetime | None = None
     sources: list = field(default_factory=list)
+    claim_type: str | None = None
 
 
 def test_a_memory_stating_no_count_is_weighed_down_for_a_count_question() -> None:
@@ -41,6 +42,13 @@ def test_the_latest_count_of_a_thing_takes_the_first_of_its_places() -> None:
     same = _Hit("same", "The user has 4,500 words to submit", 0.1, date=T0 + timedelta(days=9))
     assert answer_order.latest_count_first([old, same], "How many words?") == [old, same]
     assert answer_order.latest_count_first([old, new], "Where is my draft?") == [old, new]
+
+
+def test_a_digest_is_no_count_of_its_own() -> None:
+    old = _Hit("old", "The user has 4,500 words to submit", 0.3, date=T0)
+    digest = _Hit("digest", "One topic across sessions:\n2024-03-15 user: I have 4,600 words now.", 0.2,
+                  date=T0 + timedelta(days=9), claim_type="digest")
+    assert answer_order.latest_count_first([old, digest], "How many words?") == [old, digest]
 
 
 def test_a_hit_counting_two_things_is_placed_by_where_it_stands_now() -> None:
