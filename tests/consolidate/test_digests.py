@@ -264,3 +264,14 @@ def test_a_digest_neither_restates_nor_updates_a_fact_near_it() -> None:
     later = {**fact, "text": "The user's standup is at 10:30.", "valid_from": T0 + timedelta(days=1)}
     assert near_kind(fact, later) == "updates"  # a later value of the same statement takes the slot
     assert near_kind(fact, digest) == near_kind(digest, fact) == "apart"  # a list of turns is shown beside it
+
+
+def test_a_digest_is_one_line_in_a_listing() -> None:
+    from engram.query.hits import Hit
+    from engram.query.render import hit_line
+
+    hit = Hit(id="d", table="facts", text="One topic across sessions, 2024-03-15:\n2024-03-15 user: I use Flask.\n\x1b[2J",
+              score=1.0, similarity=None, relevance=0.5, confidence=0.5, recency=0.0, lexical_score=0.0,
+              created_at=None, content_hash="", claim_type="digest")
+    line = hit_line(hit)
+    assert "\n" not in line and "2024-03-15: | 2024-03-15 user: I use Flask. | \\x1b[2J" in line
