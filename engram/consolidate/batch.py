@@ -19,7 +19,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from engram.consolidate import speakers
@@ -332,11 +331,7 @@ def _collect_tenant(settings: Settings, batch: BatchLLM, job_name: str, user_id:
 
     crash_point("collect:before_write")
     with db.open_store(settings) as con, db.transaction(con):
-        if facts:
-            with db.registered(con, "incoming_facts", pa.Table.from_pylist(facts)):
-                db.execute(con, "queries/consolidate/insert_facts")
-                db.execute(con, "queries/consolidate/insert_created_events", run_id=run_id, now=now)
-            fact_ops.add_sources(con, user_id, run_id, pl.DataFrame(sources))
+        fact_ops.insert_facts(con, user_id, run_id, now, facts, sources)
         outcomes += apply_decisions(con, settings, user_id, run_id, now, ready)
         record_outcomes(con, user_id, now, outcomes)
         for why, rids in requeue.items():

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from engram.consolidate import speakers
 from engram.consolidate.cluster import cluster_embeddings
@@ -182,6 +181,30 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
         cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags",
                                                 "created_at", "session_id")}
         times = cols["created_at"]
+
+        def plan(kind: str, rows: list[int]) -> None:
+            """One group: kept when an active digest lists the same turns, else planned under a fresh id."""
+            ids = [cols["id"][i] for i in rows]
+            key = (kind, frozenset(ids))
+            if key in kept:
+                fid, valid_from = kept[key]
+                made[fid] = (kind, key[1], valid_from)
+                return
+            fid = stable_id("fact", ctx.user_id, DIGEST, kind, *ids)
+            if fid in taken:  # the same turns made a digest once, since retired: this one is another generation
+                fid = stable_id("fact", ctx.user_id, DIGEST, kind, ctx.run_id, *ids)
+            if fid in made or fid in taken:
+                return
+            vector = vecs[rows].mean(axis=0)
+            vector = vector / (np.linalg.norm(vector) or 1.0)
+            last = times[rows[-1]]  # a digest holds from its last turn on: before that it did not list what it lists
+            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], times), rows, cols,
+                           vector, embedder, f"{kind} digest of {len(rows)} turns", DIGEST, moment=last)
+            made[fid] = (kind, key[1], last)
+            out.facts.append({**row, "category": kind})
+            out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
+                             "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
+
         by_tags: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i, tags in enumerate(cols["tags"]):
             by_tags[tuple(sorted(tags or []))].append(i)
@@ -190,7 +213,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
                                    s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)
             for kind, group in groups:
                 for rows in chunks([part[j] for j in group], times):
-                    _plan_one(ctx, embedder, kind, rows, cols, vecs, kept, taken, made, out)
+                    plan(kind, rows)
     for fid, kind, valid_from, members, _ in stored:
         if fid in made:
             continue
@@ -206,51 +229,20 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     return out
 
 
-def _plan_one(ctx: StageContext, embedder: Embedder, kind: str, rows: list[int], cols: dict[str, list[Any]],
-              vecs: np.ndarray, kept: dict[tuple[str, frozenset[str]], tuple[str, datetime]], taken: set[str],
-              made: dict[str, tuple[str, frozenset[str], datetime]], out: Digests) -> None:
-    """One digest group: kept when an active digest lists the same turns, else planned under a fresh id."""
-    ids = [cols["id"][i] for i in rows]
-    key = (kind, frozenset(ids))
-    if key in kept:
-        fid, valid_from = kept[key]
-        made[fid] = (kind, key[1], valid_from)
-        return
-    fid = stable_id("fact", ctx.user_id, DIGEST, kind, *ids)
-    if fid in taken:  # the same turns made a digest once, since retired: this one is another generation
-        fid = stable_id("fact", ctx.user_id, DIGEST, kind, ctx.run_id, *ids)
-    if fid in made or fid in taken:
-        return
-    vector = vecs[rows].mean(axis=0)
-    vector = vector / (np.linalg.norm(vector) or 1.0)
-    # a digest holds from its last turn on: before that it did not list what it lists
-    last = cols["created_at"][rows[-1]]
-    row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], cols["created_at"]), rows,
-                   cols, vector, embedder, f"{kind} digest of {len(rows)} turns", DIGEST, moment=last)
-    made[fid] = (kind, key[1], last)
-    out.facts.append({**row, "category": kind})
-    out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
-                     "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
-
-
 def digest(ctx: StageContext, embedder: Embedder) -> StagePlan:
     """The stage: plan the tenant's digests if this run consolidated any of its episodes, and write them."""
     if not ctx.settings.digests:
-        return StagePlan({"digests_created": 0, "digests_superseded": 0, "disabled": True})
+        return StagePlan({**Digests().counts(), "disabled": True})
     with ctx.open() as con:
         newest = db.rows(con, "queries/consolidate/run_newest_episode", user_id=ctx.user_id, run_id=ctx.run_id)[0][0]
     if newest is None:
-        return StagePlan({"digests_created": 0, "digests_superseded": 0})
+        return StagePlan(Digests().counts())
     planned = plan_digests(ctx, embedder, newest)
     return StagePlan(planned.counts(), lambda con: write_digests(con, ctx, planned))
 
 
 def write_digests(con: db.Connection, ctx: StageContext, digests: Digests) -> None:
     """Write the new digests with their sources and created events, and supersede the ones they replace."""
-    if digests.facts:
-        with db.registered(con, "incoming_facts", pa.Table.from_pylist(digests.facts)):
-            db.execute(con, "queries/consolidate/insert_facts")
-            db.execute(con, "queries/consolidate/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
-        fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(digests.sources))
+    fact_ops.insert_facts(con, ctx.user_id, ctx.run_id, ctx.as_of, digests.facts, digests.sources)
     if digests.replaced:
         fact_ops.apply_changes(con, ctx.user_id, ctx.run_id, digests.replaced, ctx.as_of)

@@ -60,11 +60,7 @@ def extract(ctx: StageContext, embedder: Embedder, llm: Any = None) -> StagePlan
     counts.update(found.counts, facts_created=len(found.facts), watermark=str(eps["created_at"].max()))
 
     def write(con: db.Connection) -> None:
-        if found.facts:
-            with db.registered(con, "incoming_facts", pa.Table.from_pylist(found.facts)):
-                db.execute(con, "queries/consolidate/insert_facts")
-                db.execute(con, "queries/consolidate/insert_created_events", run_id=ctx.run_id, now=ctx.as_of)
-            fact_ops.add_sources(con, ctx.user_id, ctx.run_id, pl.DataFrame(found.sources))
+        fact_ops.insert_facts(con, ctx.user_id, ctx.run_id, ctx.as_of, found.facts, found.sources)
         if found.usage is not None:
             record_run_usage(con, ctx.run_id, ctx.user_id, "extract", found.usage, ctx.as_of)
         queue_reviews(con, found.cases)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.errors import InvalidInput
 from engram.store import db
@@ -128,6 +128,20 @@ def add_sources(con: db.Connection, user_id: str, run_id: str, sources: pl.DataF
     )
     with db.registered(con, "incoming_sources", frame.to_arrow()):
         db.execute(con, "queries/store/insert_fact_sources")
+
+
+def insert_facts(con: db.Connection, user_id: str, run_id: str, now: datetime, facts: list[dict[str, Any]],
+                 sources: list[dict[str, Any]]) -> None:
+    """Insert new fact rows (an id that exists is skipped) with a created event each, and their sources."""
+    if not facts:
+        return
+    import polars as pl
+    import pyarrow as pa
+
+    with db.registered(con, "incoming_facts", pa.Table.from_pylist(facts)):
+        db.execute(con, "queries/consolidate/insert_facts")
+        db.execute(con, "queries/consolidate/insert_created_events", run_id=run_id, now=now)
+    add_sources(con, user_id, run_id, pl.DataFrame(sources))
 
 
 def merge(

@@ -50,8 +50,8 @@ INSTRUCTION = re.compile(
     r"^\W*(?:please\s+)?(?:always|never|from now on|going forward|whenever|every time|each time|do not ever|don'?t ever)\b"
     r"|\b(?:when|whenever|if|every time)\s+(?:i|the user|they|we)\s+asks?\b"
     r"|\b(?:i|the user)\s+(?:wants?|needs?|would like)\s+you\s+to\s+always\b")
-# no decay, no deprecation: current until revoked or replaced (a digest: until its turns are regrouped)
 DIGEST = "digest"  # the claim type of a digest (engram.consolidate.digests): what was said across turns
+# no decay, no deprecation: current until revoked or replaced (a digest: until its turns are regrouped)
 LASTING_CLAIMS = ("instruction", "preference", DIGEST)
 PREFERENCE = re.compile(r"\b(love|loves|like|likes|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b")
 GOAL = re.compile(r"\b(want to|wants to|plan to|plans to|planning to|goal|hope to|hopes to|going to|aim to|dream of)\b")
