@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     digests: bool = Field(
         True, description="The night writes digests: the user's turns about one topic across sessions, and the "
         "sessions each day opened with, each listing its turns (engram/consolidate/digests.py).")
+    digest_replies: bool = Field(
+        True, description="A digest's line for a human turn also quotes the reply it got in its session (an agent's "
+        "turn, attributed to its role), and the digest rests on that reply too.")
     digest_window_days: int = bounded(
         90, 1, 3650, "Digests are rebuilt from the human turns of this many days before the newest new one.")
     initial_confidence: float = bounded(0.5, 0.0, 1.0, "Confidence of a new extracted fact.")

@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from engram.consolidate import speakers
 from engram.consolidate.cluster import cluster_embeddings
@@ -49,14 +48,36 @@ MARKUP = re.compile(r"^\s*(?:#+|[-*+>]|\d+[.)])\s+")
 
 
 def lead(text: str, limit: int = LEAD_CHARS) -> str:
-    """The first sentence of a turn's first line of prose, whitespace collapsed, cut at a word under `limit`."""
+    """The first sentence of a turn's first line of prose, whitespace collapsed, cut at a word under `limit`.
+    A first sentence of one or two words ("Sure!", "Thanks, Anna.") says nothing of the turn: the next one
+    is taken when there is one."""
     prose = CODE_BLOCK.sub("\n", text)
     line = next((MARKUP.sub("", ln).strip() for ln in prose.splitlines() if ln.strip()), "")
-    first = " ".join(SENTENCE_END.split(line, maxsplit=1)[0].split())
+    sentences = SENTENCE_END.split(line)
+    while len(sentences) > 1 and len(sentences[0].split()) < 3:
+        sentences.pop(0)
+    first = " ".join(sentences[0].split())
     if len(first) <= limit:
         return first
     cut = first[:limit].rsplit(" ", 1)[0]
     return (cut or first[:limit]) + " ..."
+
+
+def replies(voiced: list[bool], sessions: list[str | None], tags: list[tuple[str, ...]]) -> dict[int, int]:
+    """Row of a human turn -> row of the reply it got: the first agent turn after it in its session, before
+    the session's next human turn, of the same tags (rows in time order)."""
+    waiting: dict[str, int] = {}  # session -> its last human turn, not yet answered
+    out: dict[int, int] = {}
+    for i, (human, session) in enumerate(zip(voiced, sessions, strict=True)):
+        if session is None:
+            continue
+        if human:
+            waiting[session] = i
+        elif session in waiting:
+            asked = waiting.pop(session)
+            if tags[asked] == tags[i]:
+                out[asked] = i
+    return out
 
 
 def thread_groups(vectors: np.ndarray, sessions: list[str | None], min_cluster_size: int, pca_dims: int,
@@ -122,12 +143,18 @@ def chunks(rows: Iterable[int], times: list[datetime], size: int = DIGEST_ENTRIE
 
 
 def digest_text(kind: str, rows: list[int], contents: list[str], speakers: list[str | None],
-                times: list[datetime]) -> str:
-    """The digest's text: a heading, then one line per turn ("2024-03-15 user: its first sentence")."""
+                times: list[datetime], answers: dict[int, int] | None = None) -> str:
+    """The digest's text: a heading, then one line per turn ("2024-03-15 user: its first sentence"), with
+    the first sentence of the reply the turn got (`answers`: row -> its reply's row) after " / "."""
     start, end = times[rows[0]], times[rows[-1]]
     span = f"{start:%Y-%m-%d}" if start.date() == end.date() else f"{start:%Y-%m-%d} to {end:%Y-%m-%d}"
     heading = f"How each session of {span} began:" if kind == "day" else f"One topic across sessions, {span}:"
-    lines = (f"{times[i]:%Y-%m-%d} {speakers[i] or 'someone'}: {lead(contents[i])}" for i in rows)
+    answers = answers or {}
+
+    def said(i: int) -> str:
+        return f"{speakers[i] or 'someone'}: {lead(contents[i])}"
+
+    lines = (f"{times[i]:%Y-%m-%d} {said(i)}" + (f" / {said(answers[i])}" if i in answers else "") for i in rows)
     return "\n".join([heading, *lines])
 
 
@@ -171,20 +198,23 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
         stored = db.rows(con, "queries/consolidate/active_digests", user_id=ctx.user_id, since=since,
                          model=embedder.model, dim=embedder.dim)
         taken = {r[0] for r in db.rows(con, "queries/consolidate/digest_ids", user_id=ctx.user_id)}
-    if turns.height:  # the human turns; a turn whose every statement was replaced or retracted is history
-        turns = turns.filter(pl.Series(speakers.voiced(turns, s)) & ~turns["replaced"])
+    voiced = speakers.voiced(turns, s) if turns.height else np.zeros(0, dtype=bool)
+    human = np.flatnonzero(voiced & ~turns["replaced"].to_numpy()) if turns.height else np.zeros(0, dtype=np.int64)
     out = Digests()
     kept = {(kind, frozenset(members)): (fid, since_) for fid, kind, since_, members, current in stored if current}
     made: dict[str, tuple[str, frozenset[str], datetime]] = {}  # id -> kind, turns, valid_from
-    if turns.height >= 2:
+    if len(human) >= 2:  # the human turns; a turn whose every statement was replaced or retracted is history
         vecs = vectors_of(turns["embedding"], embedder.dim)
         cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags",
                                                 "created_at", "session_id")}
         times = cols["created_at"]
+        tag_sets = [tuple(sorted(tags or [])) for tags in cols["tags"]]
+        answers = replies(voiced.tolist(), cols["session_id"], tag_sets) if s.digest_replies else {}
 
         def plan(kind: str, rows: list[int]) -> None:
             """One group: kept when an active digest lists the same turns, else planned under a fresh id."""
-            ids = [cols["id"][i] for i in rows]
+            quoted = [answers[i] for i in rows if i in answers]
+            ids = [cols["id"][i] for i in [*rows, *quoted]]
             key = (kind, frozenset(ids))
             if key in kept:
                 fid, valid_from = kept[key]
@@ -195,19 +225,20 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
                 fid = stable_id("fact", ctx.user_id, DIGEST, kind, ctx.run_id, *ids)
             if fid in made or fid in taken:
                 return
-            vector = vecs[rows].mean(axis=0)
+            vector = vecs[rows].mean(axis=0)  # what the people said: a reply is quoted, not what it is about
             vector = vector / (np.linalg.norm(vector) or 1.0)
             last = times[rows[-1]]  # a digest holds from its last turn on: before that it did not list what it lists
-            row = fact_row(ctx, fid, digest_text(kind, rows, cols["content"], cols["role"], times), rows, cols,
-                           vector, embedder, f"{kind} digest of {len(rows)} turns", DIGEST, moment=last)
+            text = digest_text(kind, rows, cols["content"], cols["role"], times, answers)
+            row = fact_row(ctx, fid, text, rows, cols, vector, embedder, f"{kind} digest of {len(rows)} turns",
+                           DIGEST, moment=last, quoted=quoted)
             made[fid] = (kind, key[1], last)
             out.facts.append({**row, "category": kind})
-            out.sources += [{"fact_id": fid, "episode_id": eid, "relation": "extracted_from",
-                             "similarity": float(vecs[i] @ vector)} for i, eid in zip(rows, ids, strict=True)]
+            out.sources += [{"fact_id": fid, "episode_id": cols["id"][i], "relation": "extracted_from",
+                             "similarity": float(vecs[i] @ vector)} for i in [*rows, *quoted]]
 
         by_tags: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for i, tags in enumerate(cols["tags"]):
-            by_tags[tuple(sorted(tags or []))].append(i)
+        for i in human.tolist():
+            by_tags[tag_sets[i]].append(i)
         for part in by_tags.values():
             groups = grouped_turns(vecs[part], [cols["session_id"][i] for i in part], [times[i] for i in part],
                                    s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)

@@ -18,11 +18,14 @@ VISIBILITY_RANK = {"private": 0, "project": 1, "global": 2}
 
 def fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], cols: dict[str, list[Any]],
              vector: np.ndarray, embedder: Embedder, reason: str, kind: str | None = None,
-             moment: datetime | None = None) -> dict[str, Any]:
-    """A new fact's row from its member episodes (`members`: rows of the episode columns `cols`)."""
+             moment: datetime | None = None, quoted: list[int] | None = None) -> dict[str, Any]:
+    """A new fact's row from its member episodes (`members`: rows of the episode columns `cols`, its
+    evidence). `quoted`: rows the fact's text quotes without being evidence of it; the fact is as private
+    as them too."""
     s = ctx.settings
-    visibility = min((cols["visibility"][i] for i in members), key=lambda v: VISIBILITY_RANK.get(v, 0))
-    tags = sorted({t for i in members for t in (cols["tags"][i] or [])})
+    read = [*members, *(quoted or [])]
+    visibility = min((cols["visibility"][i] for i in read), key=lambda v: VISIBILITY_RANK.get(v, 0))
+    tags = sorted({t for i in read for t in (cols["tags"][i] or [])})
     said = min(cols["created_at"][i] for i in members)
     return {
         "id": fact_id, "user_id": ctx.user_id, "text": text, "claim_type": kind or claim_type(text),
@@ -34,6 +37,6 @@ def fact_row(ctx: StageContext, fact_id: str, text: str, members: list[int], col
         "embedding": vector.astype(np.float32).tolist(), "embedding_model": embedder.model,
         "embedding_dim": embedder.dim, "content_hash": content_hash(text), "tags": tags,
         "visibility": visibility,
-        "is_private": any(bool(cols["is_private"][i]) for i in members) or visibility == "private",
+        "is_private": any(bool(cols["is_private"][i]) for i in read) or visibility == "private",
         "run_id": ctx.run_id, "reason": reason,
     }

@@ -15,6 +15,7 @@ from engram.consolidate.digests import (
     day_groups,
     digest_text,
     lead,
+    replies,
     widest,
 )
 from engram.consolidate.fact_keys import KEYS_VERSION
@@ -32,6 +33,8 @@ def test_lead_is_the_first_sentence_of_the_first_line_of_prose() -> None:
         "I'm building a budget tracker in Flask."
     assert lead("```python\nx = 1\n```\n\n- Move the   database to Postgres!  Then deploy.") == \
         "Move the database to Postgres!"
+    assert lead("Sure! Let's plan the schema first. Then the routes.") == "Let's plan the schema first."
+    assert lead("Thanks, Anna.") == "Thanks, Anna."  # nothing follows: the short sentence is the turn
     long = "word " * 80
     cut = lead(long, 40)
     assert cut.endswith(" ...") and len(cut) <= 44 and "  " not in cut
@@ -74,6 +77,23 @@ def test_digest_text_lists_each_turn_under_a_heading() -> None:
                                                                             "2024-03-15 someone: Hi."]
 
 
+def test_digest_text_quotes_the_reply_a_turn_got() -> None:
+    times = [T0, T0 + timedelta(minutes=1), T0 + timedelta(days=1)]
+    text = digest_text("thread", [0, 2], ["I use Flask.", "Absolutely! Here is a Flask layout.\n\n# App", "Now Postgres."],
+                       ["user", "assistant", "user"], times, {0: 1})
+    assert text.splitlines()[1:] == ["2024-03-15 user: I use Flask. / assistant: Here is a Flask layout.",
+                                     "2024-03-16 user: Now Postgres."]
+
+
+def test_a_reply_is_the_next_agent_turn_of_the_same_session_and_tags() -> None:
+    voiced = [True, True, False, True, False, False, True, False, False]
+    sessions = ["a", "b", "a", "b", "b", "c", "c", "c", None]
+    tags = [(), (), (), ("work",), (), (), (), (), ()]
+    # a: row 0 answered by row 2 (sessions interleave); b: row 1 went unanswered before row 3, whose reply
+    # (row 4) is of other tags; c: row 5 answers nobody, row 7 answers row 6; row 8 has no session
+    assert replies(voiced, sessions, tags) == {0: 2, 6: 7}
+
+
 SESSIONS = [
     ("s1", "I'm starting a personal budget tracker in Flask with SQLite.", "Great, let's plan the schema."),
     ("s2", "I'm adding password hashing with Werkzeug to the budget tracker.", "Use generate_password_hash."),
@@ -114,8 +134,12 @@ def test_a_day_digest_rests_on_the_users_session_openers_and_is_searchable(setti
     night(settings, "r1")
     (fid, (category, status, text, private, sources)), = digests(settings).items()
     assert (category, status, private) == ("day", "active", False)
-    assert sources == ["s1-u", "s2-u"]  # the assistant's replies are not listed
-    assert text.splitlines()[1:] == [f"2024-03-15 user: {SESSIONS[0][1]}", f"2024-03-15 user: {SESSIONS[1][1]}"]
+    assert sources == ["s1-a", "s1-u", "s2-a", "s2-u"]  # the user's turns, and the replies it quotes
+    assert text.splitlines()[1:] == [f"2024-03-15 user: {SESSIONS[0][1]} / assistant: {SESSIONS[0][2]}",
+                                     f"2024-03-15 user: {SESSIONS[1][1]} / assistant: {SESSIONS[1][2]}"]
+    with db.open_reader(settings) as con:
+        (evidence,) = con.execute("select evidence_count from facts where id = ?", [fid]).fetchone()
+    assert evidence == 2  # a quoted reply is not evidence of what the user said
     with db.open_reader(settings) as con:
         events = con.execute("select action from fact_events where fact_id = ?", [fid]).fetchall()
         model, dim = con.execute("select embedding_model, embedding_dim from facts where id = ?", [fid]).fetchone()
@@ -136,7 +160,7 @@ def test_a_new_session_rebuilds_the_days_digest_and_supersedes_the_old(settings)
     found = digests(settings)
     assert found[old][1] == "superseded"
     (new,) = [f for f, row in found.items() if row[1] == "active"]
-    assert found[new][4] == ["s1-u", "s2-u", "s3-u"]
+    assert found[new][4] == ["s1-a", "s1-u", "s2-a", "s2-u", "s3-a", "s3-u"]
     with db.open_reader(settings) as con:
         event = con.execute("select action, related_fact_id, run_id from fact_events where fact_id = ? "
                             "and action = 'superseded'", [old]).fetchall()
@@ -148,6 +172,26 @@ def test_a_digest_is_as_private_as_its_most_private_turn(settings) -> None:
     night(settings, "r1")
     ((_, _, _, private, _),) = digests(settings).values()
     assert private is True
+
+
+def test_a_digest_is_as_private_as_a_reply_it_quotes(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    with db.open_store(settings) as con:
+        con.execute("update episodes set is_private = true where id = 's2-a'").fetchall()
+    night(settings, "r1")
+    ((_, _, _, private, _),) = digests(settings).values()
+    assert private is True
+
+
+def test_a_digest_quotes_no_reply_when_told_not_to(settings, monkeypatch) -> None:
+    monkeypatch.setenv("ENGRAM_DIGEST_REPLIES", "false")
+    from engram.settings import load_settings
+
+    plain = load_settings()
+    seed(plain, SESSIONS[:2])
+    night(plain, "r1")
+    ((_, _, text, _, sources),) = digests(plain).values()
+    assert sources == ["s1-u", "s2-u"] and " / assistant:" not in text
 
 
 def test_digests_can_be_turned_off(settings, monkeypatch) -> None:
@@ -176,8 +220,8 @@ def test_a_group_back_to_turns_it_once_had_gets_one_active_digest(settings) -> N
                    "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
     night(settings, "r3")
     ((kind, fid, sources),) = active_digests(settings)
-    assert (kind, sources) == ("day", ["s1-u", "s2-u"])
-    first = [f for f, row in digests(settings).items() if row[4] == ["s1-u", "s2-u"] and f != fid]
+    assert (kind, sources) == ("day", ["s1-a", "s1-u", "s2-a", "s2-u"])
+    first = [f for f, row in digests(settings).items() if row[4] == sources and f != fid]
     assert len(first) == 1 and digests(settings)[first[0]][1] == "superseded"  # r1's, never brought back
 
 
@@ -252,7 +296,7 @@ def test_a_digest_of_another_embedder_is_rebuilt(settings) -> None:
     night(settings, "r2")
     assert digests(settings)[old][1] == "superseded"
     ((kind, new, sources),) = active_digests(settings)
-    assert (kind, sources) == ("day", ["s1-u", "s2-u"]) and new != old
+    assert (kind, sources) == ("day", ["s1-a", "s1-u", "s2-a", "s2-u"]) and new != old
 
 
 def test_a_digest_neither_restates_nor_updates_a_fact_near_it() -> None:
