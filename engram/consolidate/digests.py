@@ -33,7 +33,7 @@ import numpy as np
 from engram.consolidate import speakers
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.context import StageContext, StagePlan, vectors_of
-from engram.consolidate.fact_rows import fact_row
+from engram.consolidate.fact_rows import VISIBILITY_RANK, fact_row
 from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.store.fact_ops import FactChange
@@ -45,37 +45,52 @@ LEAD_CHARS = 160       # a listed turn's first sentence is cut here
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 CODE_BLOCK = re.compile(r"^\s*```.*?(?:^\s*```[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)  # fenced code, to its end
 MARKUP = re.compile(r"^\s*(?:#+|[-*+>]|\d+[.)])\s+")
+REPLYING_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})  # an agent answering, not a tool
 
 
-def lead(text: str, limit: int = LEAD_CHARS) -> str:
-    """The first sentence of a turn's first line of prose, whitespace collapsed, cut at a word under `limit`.
-    A first sentence of one or two words ("Sure!", "Thanks, Anna.") says nothing of the turn: the next one
-    is taken when there is one."""
+def lead(text: str, limit: int = LEAD_CHARS, opener_words: int = 0) -> str:
+    """The first sentence of a turn's prose (code blocks and list or heading marks left out), whitespace
+    collapsed, cut at a word under `limit`. With `opener_words`, a sentence of fewer words ("Sure!", "Great
+    question.") is passed over for the first longer one, on any line, when there is one."""
     prose = CODE_BLOCK.sub("\n", text)
-    line = next((MARKUP.sub("", ln).strip() for ln in prose.splitlines() if ln.strip()), "")
-    sentences = SENTENCE_END.split(line)
-    while len(sentences) > 1 and len(sentences[0].split()) < 3:
-        sentences.pop(0)
-    first = " ".join(sentences[0].split())
+    sentences = (part for ln in prose.splitlines() for part in SENTENCE_END.split(MARKUP.sub("", ln).strip()) if part)
+    first = next(sentences, "")
+    if opener_words and len(first.split()) < opener_words:
+        first = next((part for part in sentences if len(part.split()) >= opener_words), first)
+    first = " ".join(first.split())
     if len(first) <= limit:
         return first
     cut = first[:limit].rsplit(" ", 1)[0]
     return (cut or first[:limit]) + " ..."
 
 
-def replies(voiced: list[bool], sessions: list[str | None], tags: list[tuple[str, ...]]) -> dict[int, int]:
-    """Row of a human turn -> row of the reply it got: the first agent turn after it in its session, before
-    the session's next human turn, of the same tags (rows in time order)."""
+def reply_lead(text: str) -> str:
+    """What a digest quotes of a reply: its first sentence of three words or more (an agent's reply often
+    opens with "Certainly!" or a one-word heading)."""
+    return lead(text, opener_words=3)
+
+
+def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]) -> dict[int, int]:
+    """Row of a human turn -> row of the reply it got: the first agent turn (role assistant, model, ...; kind
+    turn) after it in its session and before the session's next human turn (rows in time order; tool output,
+    system turns and thoughts are passed over). A reply is quoted only when it was said after the turn (equal
+    times leave the order unknown), has the turn's tags, is no more private than it, has prose, and was not
+    replaced or retracted."""
     waiting: dict[str, int] = {}  # session -> its last human turn, not yet answered
     out: dict[int, int] = {}
-    for i, (human, session) in enumerate(zip(voiced, sessions, strict=True)):
+    for i, session in enumerate(cols["session_id"]):
         if session is None:
             continue
-        if human:
+        if voiced[i]:
             waiting[session] = i
-        elif session in waiting:
+        elif session in waiting and (cols["kind"][i] or "turn") == "turn" \
+                and (cols["role"][i] or "").strip().lower() in REPLYING_ROLES:
             asked = waiting.pop(session)
-            if tags[asked] == tags[i]:
+            if (cols["created_at"][i] > cols["created_at"][asked] and not replaced[i]
+                    and tuple(sorted(cols["tags"][i] or [])) == tuple(sorted(cols["tags"][asked] or []))
+                    and (not cols["is_private"][i] or cols["is_private"][asked])
+                    and VISIBILITY_RANK.get(cols["visibility"][i], 0) >= VISIBILITY_RANK.get(cols["visibility"][asked], 0)
+                    and reply_lead(cols["content"][i])):
                 out[asked] = i
     return out
 
@@ -154,7 +169,10 @@ def digest_text(kind: str, rows: list[int], contents: list[str], speakers: list[
     def said(i: int) -> str:
         return f"{speakers[i] or 'someone'}: {lead(contents[i])}"
 
-    lines = (f"{times[i]:%Y-%m-%d} {said(i)}" + (f" / {said(answers[i])}" if i in answers else "") for i in rows)
+    def answer(i: int) -> str:
+        return f" / {speakers[answers[i]] or 'someone'}: {reply_lead(contents[answers[i]])}" if i in answers else ""
+
+    lines = (f"{times[i]:%Y-%m-%d} {said(i)}{answer(i)}" for i in rows)
     return "\n".join([heading, *lines])
 
 
@@ -205,11 +223,11 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     made: dict[str, tuple[str, frozenset[str], datetime]] = {}  # id -> kind, turns, valid_from
     if len(human) >= 2:  # the human turns; a turn whose every statement was replaced or retracted is history
         vecs = vectors_of(turns["embedding"], embedder.dim)
-        cols = {c: turns[c].to_list() for c in ("id", "role", "content", "visibility", "is_private", "tags",
+        cols = {c: turns[c].to_list() for c in ("id", "role", "kind", "content", "visibility", "is_private", "tags",
                                                 "created_at", "session_id")}
         times = cols["created_at"]
         tag_sets = [tuple(sorted(tags or [])) for tags in cols["tags"]]
-        answers = replies(voiced.tolist(), cols["session_id"], tag_sets) if s.digest_replies else {}
+        answers = replies(cols, voiced.tolist(), turns["replaced"].to_list()) if s.digest_replies else {}
 
         def plan(kind: str, rows: list[int]) -> None:
             """One group: kept when an active digest lists the same turns, else planned under a fresh id."""
@@ -227,7 +245,8 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
                 return
             vector = vecs[rows].mean(axis=0)  # what the people said: a reply is quoted, not what it is about
             vector = vector / (np.linalg.norm(vector) or 1.0)
-            last = times[rows[-1]]  # a digest holds from its last turn on: before that it did not list what it lists
+            # a digest holds from its last turn (or quoted reply) on: before that it did not list what it lists
+            last = max(times[i] for i in [*rows, *quoted])
             text = digest_text(kind, rows, cols["content"], cols["role"], times, answers)
             row = fact_row(ctx, fid, text, rows, cols, vector, embedder, f"{kind} digest of {len(rows)} turns",
                            DIGEST, moment=last, quoted=quoted)

@@ -322,7 +322,7 @@ class PublishedCache:
 
     def facts_of_episodes(self, settings: Any, user_id: str, model: str, dim: int, episode_ids: list[str]
                           ) -> list[tuple]:
-        """(episode_id, fact_id, status, valid_from, valid_to) as queries/query/facts_of_episodes returns
+        """(episode_id, fact_id, status, valid_from, valid_to, claim_type) as queries/query/facts_of_episodes returns
         them, from the published facts generation."""
         gen = self.generation(settings, "facts", user_id, model, dim)
         if gen is None:
@@ -332,8 +332,8 @@ class PublishedCache:
             return []
         pos = gen.positions_of([f for _, f in links])
         cols = gen.columns.take(pa.array(np.maximum(pos, 0))).select(
-            ["status", "valid_from", "asserted_at", "valid_to"]).to_pylist()
-        return [(e, f, c["status"], c["valid_from"] or c["asserted_at"], c["valid_to"])
+            ["status", "valid_from", "asserted_at", "valid_to", "claim_type"]).to_pylist()
+        return [(e, f, c["status"], c["valid_from"] or c["asserted_at"], c["valid_to"], c["claim_type"])
                 for (e, f), p, c in zip(links, pos, cols, strict=True) if p >= 0]
 
     def clear(self) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 from engram.query.candidates import Filters
 from engram.store import db
 
-SOURCES_PER_FACT = 10  # the newest this many sources of a fact are listed (a merged fact may rest on hundreds)
+# the newest this many sources of a fact are listed (a merged fact may rest on hundreds); a digest's eight
+# turns and the replies it quotes all fit
+SOURCES_PER_FACT = 16
 
 
 def add_stored_sources(con: db.Connection | None, hits: Sequence[Any], f: Filters) -> None:

@@ -52,6 +52,7 @@ from engram.store import db
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
+from engram.text.sentences import DIGEST
 from engram.text.time_window import TimeWindow, query_windows
 
 log = logging.getLogger(__name__)
@@ -236,11 +237,17 @@ def _search_units(
     has_current: set[str] = set()
     has_replaced: set[str] = set()
     at = f.as_of or f.now
-    stale = {fid for _, fid, status, *_ in links if status in STALE_STATUSES}
+    stale = {fid for _, fid, status, _, _, claim in links if status in STALE_STATUSES and claim != DIGEST}
     current_of = _current_versions(con, f.user_id, sorted(stale)) if stale and f.as_of is None else {}
     via_update: set[tuple[str, str]] = set()  # (episode, current fact) where the episode stated an earlier version
-    for episode_id, fact_id, status, valid_from, valid_to in links:
+    for episode_id, fact_id, status, valid_from, valid_to, claim in links:
         in_force = (valid_from is None or valid_from <= at) and (valid_to is None or valid_to > at)
+        if claim == DIGEST:
+            # a digest lists the turn (or quotes it): the turn lends it its rank while the digest holds,
+            # and a retired digest says nothing of whether what the turn said is current
+            if in_force and (status == "active" or (f.as_of is not None and status == "superseded")):
+                facts_of[episode_id].append(fact_id)
+            continue
         if fact_id in current_of:
             # what this episode said has a newer version: the current version stands where the episode
             # ranks and lists it among its sources (the old value is not buried, and not shown first)
@@ -314,7 +321,7 @@ def _current_versions(con: db.Connection | None, user_id: str, fact_ids: list[st
 
 def _facts_of_episodes(con: db.Connection | None, settings: Settings, user_id: str, embedder: Any,
                        episode_ids: list[str]) -> list[tuple]:
-    """(episode_id, fact_id, status, valid_from, valid_to) of the facts made from these episodes: from the
+    """(episode_id, fact_id, status, valid_from, valid_to, claim_type) of the facts made from these episodes: from the
     store, or from the published facts index while another process holds it."""
     if con is None:
         return PUBLISHED.facts_of_episodes(settings, user_id, embedder.model, embedder.dim, episode_ids)

@@ -16,6 +16,7 @@ from engram.consolidate.digests import (
     digest_text,
     lead,
     replies,
+    reply_lead,
     widest,
 )
 from engram.consolidate.fact_keys import KEYS_VERSION
@@ -33,11 +34,17 @@ def test_lead_is_the_first_sentence_of_the_first_line_of_prose() -> None:
         "I'm building a budget tracker in Flask."
     assert lead("```python\nx = 1\n```\n\n- Move the   database to Postgres!  Then deploy.") == \
         "Move the database to Postgres!"
-    assert lead("Sure! Let's plan the schema first. Then the routes.") == "Let's plan the schema first."
-    assert lead("Thanks, Anna.") == "Thanks, Anna."  # nothing follows: the short sentence is the turn
+    assert lead("Cancel Friday. I am sick today.") == "Cancel Friday."  # a person's short sentence is kept
     long = "word " * 80
     cut = lead(long, 40)
     assert cut.endswith(" ...") and len(cut) <= 44 and "  " not in cut
+
+
+def test_a_reply_is_quoted_by_its_first_sentence_of_three_words_or_more() -> None:
+    assert reply_lead("Sure! Let's plan the schema first. Then the routes.") == "Let's plan the schema first."
+    assert reply_lead("Certainly!\n\n## Setup\n\nInstall Flask with pip.") == "Install Flask with pip."
+    assert reply_lead("Ok. Thanks.") == "Ok."  # every sentence short: the first
+    assert reply_lead("```python\nx = 1\n```") == ""  # code is no sentence
 
 
 def test_day_groups_take_each_sessions_first_turn_by_day() -> None:
@@ -85,13 +92,45 @@ def test_digest_text_quotes_the_reply_a_turn_got() -> None:
                                      "2024-03-16 user: Now Postgres."]
 
 
-def test_a_reply_is_the_next_agent_turn_of_the_same_session_and_tags() -> None:
-    voiced = [True, True, False, True, False, False, True, False, False]
-    sessions = ["a", "b", "a", "b", "b", "c", "c", "c", None]
-    tags = [(), (), (), ("work",), (), (), (), (), ()]
-    # a: row 0 answered by row 2 (sessions interleave); b: row 1 went unanswered before row 3, whose reply
-    # (row 4) is of other tags; c: row 5 answers nobody, row 7 answers row 6; row 8 has no session
-    assert replies(voiced, sessions, tags) == {0: 2, 6: 7}
+def turn_columns(*turns: tuple) -> dict[str, list]:
+    """Episode columns of (session, role, minute, content[, kind, tags, is_private]) turns, in time order."""
+    cols: dict[str, list] = {c: [] for c in ("session_id", "role", "created_at", "content", "kind", "tags",
+                                             "is_private", "visibility")}
+    for session, role, minute, content, *rest in turns:
+        kind, tags, private = (*rest, *("turn", [], False)[len(rest):])
+        for c, v in zip(cols, (session, role, T0 + timedelta(minutes=minute), content, kind, tags, private, "global"),
+                        strict=True):
+            cols[c].append(v)
+    return cols
+
+
+def test_a_reply_is_the_next_agent_turn_of_the_same_session() -> None:
+    cols = turn_columns(("a", "user", 0, "I use Flask."), ("b", "user", 1, "I use Django."),
+                        ("a", "assistant", 2, "Flask is fine for this."), ("b", "user", 3, "Actually, Rails."),
+                        ("b", "assistant", 4, "Rails works well too."), (None, "user", 5, "No session."),
+                        (None, "assistant", 6, "An answer to nobody."))
+    voiced = [r == "user" for r in cols["role"]]
+    # sessions interleave; b's first turn went unanswered before its second; a turn without a session pairs
+    # with nothing
+    assert replies(cols, voiced, [False] * 7) == {0: 2, 3: 4}
+
+
+def test_tool_output_thoughts_and_doubtful_replies_are_never_quoted() -> None:
+    cols = turn_columns(("a", "user", 0, "Look up my orders."), ("a", "tool", 1, '{"rows": 3, "token": "x"}'),
+                        ("a", "assistant", 2, "Thinking about the orders now.", "thought"),
+                        ("a", "assistant", 3, "You have three open orders."))
+    voiced = [True, False, False, False]
+    assert replies(cols, voiced, [False] * 4) == {0: 3}  # tool output and a thought are passed over
+    assert replies(cols, voiced, [False, False, False, True]) == {}  # a replaced reply is history
+
+    def one(reply: tuple) -> dict[int, int]:
+        return replies(turn_columns(("a", "user", 1, "I use Flask."), reply), [True, False], [False, False])
+
+    assert one(("a", "assistant", 2, "Flask is fine for this.")) == {0: 1}
+    assert one(("a", "assistant", 1, "Flask is fine for this.")) == {}  # same time: which came first is unknown
+    assert one(("a", "assistant", 2, "Flask is fine for this.", "turn", ["work"], False)) == {}  # other tags
+    assert one(("a", "assistant", 2, "Flask is fine for this.", "turn", [], True)) == {}  # more private
+    assert one(("a", "assistant", 2, "```python\nimport flask\n```")) == {}  # nothing to quote
 
 
 SESSIONS = [
@@ -174,13 +213,13 @@ def test_a_digest_is_as_private_as_its_most_private_turn(settings) -> None:
     assert private is True
 
 
-def test_a_digest_is_as_private_as_a_reply_it_quotes(settings) -> None:
+def test_a_private_reply_is_not_quoted_by_a_digest_of_public_turns(settings) -> None:
     seed(settings, SESSIONS[:2])
     with db.open_store(settings) as con:
         con.execute("update episodes set is_private = true where id = 's2-a'").fetchall()
     night(settings, "r1")
-    ((_, _, _, private, _),) = digests(settings).values()
-    assert private is True
+    ((_, _, text, private, sources),) = digests(settings).values()
+    assert (private, sources) == (False, ["s1-a", "s1-u", "s2-u"]) and SESSIONS[1][2] not in text
 
 
 def test_a_digest_quotes_no_reply_when_told_not_to(settings, monkeypatch) -> None:
@@ -247,7 +286,21 @@ def test_a_digest_holds_from_its_last_turn(settings) -> None:
     (fid,) = digests(settings)
     with db.open_reader(settings) as con:
         valid_from, asserted = con.execute("select valid_from, asserted_at from facts where id = ?", [fid]).fetchone()
-    assert (asserted, valid_from) == (T0, T0 + timedelta(hours=1))
+    assert (asserted, valid_from) == (T0, T0 + timedelta(hours=1, minutes=1))  # the last reply it quotes
+
+
+def test_a_retired_digest_leaves_the_turns_it_listed_current_in_search(settings) -> None:
+    seed(settings, SESSIONS[:2])
+    night(settings, "r1")
+    (old,) = digests(settings)
+    with db.open_store(settings) as con:
+        con.execute("update episodes set status = 'removal' where user_id = 'u' and id = 's2-u'").fetchall()
+    add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
+                   "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
+    night(settings, "r2")
+    assert digests(settings)[old][1] == "superseded"
+    hits = {h.id: h for h in search_memory("plan the schema", "both", 10, "u", settings=settings)}
+    assert hits["s1-a"].status == "active"  # the reply said nothing a newer value replaced
 
 
 def test_turns_of_other_tags_never_share_a_digest(settings) -> None:

@@ -1,12 +1,13 @@
 -- Returns the facts extracted from the episodes $episode_ids (one row per link) with what decides
--- whether the fact is current: (episode_id, fact_id, status, valid_from, valid_to).
+-- whether the fact is current: (episode_id, fact_id, status, valid_from, valid_to, claim_type).
 -- Params: $user_id, $episode_ids.
 select
     s.episode_id,
     s.fact_id,
     f.status,
     coalesce(f.valid_from, f.asserted_at) as valid_from,
-    f.valid_to
+    f.valid_to,
+    f.claim_type
 from fact_sources as s
 join facts as f
     on f.user_id = s.user_id
