@@ -264,7 +264,9 @@ def test_a_group_back_to_turns_it_once_had_gets_one_active_digest(settings) -> N
     assert len(first) == 1 and digests(settings)[first[0]][1] == "superseded"  # r1's, never brought back
 
 
-def test_a_digest_whose_turns_no_longer_group_is_retired(settings) -> None:
+def retire_the_days_digest(settings) -> str:
+    """Digest two sessions of a day, remove the second and add a turn the next day: the day's digest, which
+    no group makes again."""
     seed(settings, SESSIONS[:2])
     night(settings, "r1")
     (old,) = digests(settings)
@@ -273,6 +275,11 @@ def test_a_digest_whose_turns_no_longer_group_is_retired(settings) -> None:
     add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
                    "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
     night(settings, "r2")
+    return old
+
+
+def test_a_digest_whose_turns_no_longer_group_is_retired(settings) -> None:
+    old = retire_the_days_digest(settings)
     assert digests(settings)[old][1] == "superseded" and active_digests(settings) == []
     with db.open_reader(settings) as con:
         (reason,) = con.execute("select reason from fact_events where fact_id = ? and action = 'superseded'",
@@ -290,14 +297,7 @@ def test_a_digest_holds_from_its_last_turn(settings) -> None:
 
 
 def test_a_retired_digest_leaves_the_turns_it_listed_current_in_search(settings) -> None:
-    seed(settings, SESSIONS[:2])
-    night(settings, "r1")
-    (old,) = digests(settings)
-    with db.open_store(settings) as con:
-        con.execute("update episodes set status = 'removal' where user_id = 'u' and id = 's2-u'").fetchall()
-    add_episodes([{"id": "s4-u", "user_id": "u", "session_id": "s4", "role": "user", "content": "Hello again.",
-                   "created_at": T0 + timedelta(hours=20)}], settings)  # the next day
-    night(settings, "r2")
+    old = retire_the_days_digest(settings)
     assert digests(settings)[old][1] == "superseded"
     hits = {h.id: h for h in search_memory("plan the schema", "both", 10, "u", settings=settings)}
     assert hits["s1-a"].status == "active"  # the reply said nothing a newer value replaced
