@@ -38,22 +38,23 @@ from engram.embed.models import Embedder
 from engram.store import db, fact_ops
 from engram.store.fact_ops import FactChange
 from engram.text.normalize import stable_id
-from engram.text.sentences import DIGEST
+from engram.text.sentences import DIGEST, split_sentences
 
 DIGEST_ENTRIES = 8     # turns listed by one digest: what an agent can read at a glance
 LEAD_CHARS = 160       # a listed turn's first sentence is cut here
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 CODE_BLOCK = re.compile(r"^\s*```.*?(?:^\s*```[^\n]*$|\Z)", re.DOTALL | re.MULTILINE)  # fenced code, to its end
+INDENTED_CODE = re.compile(r"^(?: {4}|\t)")  # markdown's indented code block
 MARKUP = re.compile(r"^\s*(?:#+|[-*+>]|\d+[.)])\s+")
 REPLYING_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})  # an agent answering, not a tool
 
 
 def lead(text: str, limit: int = LEAD_CHARS, opener_words: int = 0) -> str:
-    """The first sentence of a turn's prose (code blocks and list or heading marks left out), whitespace
-    collapsed, cut at a word under `limit`. With `opener_words`, a sentence of fewer words ("Sure!", "Great
-    question.") is passed over for the first longer one, on any line, when there is one."""
+    """The first sentence of a turn's prose (code blocks, indented code and list or heading marks left out),
+    whitespace collapsed, cut at a word under `limit`. With `opener_words`, a sentence of fewer words ("Sure!",
+    "Great question.") is passed over for the first longer one, on any line, when there is one."""
     prose = CODE_BLOCK.sub("\n", text)
-    sentences = (part for ln in prose.splitlines() for part in SENTENCE_END.split(MARKUP.sub("", ln).strip()) if part)
+    sentences = (part for ln in prose.splitlines() if not INDENTED_CODE.match(ln)
+                 for part in split_sentences(MARKUP.sub("", ln).strip()))
     first = next(sentences, "")
     if opener_words and len(first.split()) < opener_words:
         first = next((part for part in sentences if len(part.split()) >= opener_words), first)
@@ -72,19 +73,20 @@ def reply_lead(text: str) -> str:
 
 def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]) -> dict[int, int]:
     """Row of a human turn -> row of the reply it got: the first agent turn (role assistant, model, ...; kind
-    turn) after it in its session and before the session's next human turn (rows in time order; tool output,
-    system turns and thoughts are passed over). A reply is quoted only when it was said after the turn (equal
-    times leave the order unknown), has the turn's tags, is no more private than it, has prose, and was not
-    replaced or retracted."""
+    turn, not of origin tool) after it in its session and before the session's next human turn (rows in time
+    order; tool output, system turns, thoughts and events are passed over). A reply is quoted only when it was
+    said after the turn (equal times leave the order unknown), has the turn's tags, is no more private than
+    it, has prose, and was not replaced or retracted."""
     waiting: dict[str, int] = {}  # session -> its last human turn, not yet answered
     out: dict[int, int] = {}
     for i, session in enumerate(cols["session_id"]):
-        if session is None:
+        kind = cols["kind"][i] or "turn"
+        if session is None or kind != "turn":  # an event, a thought: neither asked nor answered
             continue
         if voiced[i]:
             waiting[session] = i
-        elif session in waiting and (cols["kind"][i] or "turn") == "turn" \
-                and (cols["role"][i] or "").strip().lower() in REPLYING_ROLES:
+        elif session in waiting and (cols["role"][i] or "").strip().lower() in REPLYING_ROLES \
+                and (cols["origin"][i] or "").strip().lower() != "tool":
             asked = waiting.pop(session)
             if (cols["created_at"][i] > cols["created_at"][asked] and not replaced[i]
                     and tuple(sorted(cols["tags"][i] or [])) == tuple(sorted(cols["tags"][asked] or []))
@@ -223,8 +225,8 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     made: dict[str, tuple[str, frozenset[str], datetime]] = {}  # id -> kind, turns, valid_from
     if len(human) >= 2:  # the human turns; a turn whose every statement was replaced or retracted is history
         vecs = vectors_of(turns["embedding"], embedder.dim)
-        cols = {c: turns[c].to_list() for c in ("id", "role", "kind", "content", "visibility", "is_private", "tags",
-                                                "created_at", "session_id")}
+        cols = {c: turns[c].to_list() for c in ("id", "role", "origin", "kind", "content", "visibility", "is_private",
+                                                "tags", "created_at", "session_id")}
         times = cols["created_at"]
         tag_sets = [tuple(sorted(tags or [])) for tags in cols["tags"]]
         answers = replies(cols, voiced.tolist(), turns["replaced"].to_list()) if s.digest_replies else {}

@@ -35,6 +35,7 @@ def test_lead_is_the_first_sentence_of_the_first_line_of_prose() -> None:
     assert lead("```python\nx = 1\n```\n\n- Move the   database to Postgres!  Then deploy.") == \
         "Move the database to Postgres!"
     assert lead("Cancel Friday. I am sick today.") == "Cancel Friday."  # a person's short sentence is kept
+    assert lead("Dr. Patel said my knee needs rest. No running.") == "Dr. Patel said my knee needs rest."
     long = "word " * 80
     cut = lead(long, 40)
     assert cut.endswith(" ...") and len(cut) <= 44 and "  " not in cut
@@ -45,6 +46,7 @@ def test_a_reply_is_quoted_by_its_first_sentence_of_three_words_or_more() -> Non
     assert reply_lead("Certainly!\n\n## Setup\n\nInstall Flask with pip.") == "Install Flask with pip."
     assert reply_lead("Ok. Thanks.") == "Ok."  # every sentence short: the first
     assert reply_lead("```python\nx = 1\n```") == ""  # code is no sentence
+    assert reply_lead("    import flask\n    app = flask.Flask()") == ""  # nor is indented code
 
 
 def test_day_groups_take_each_sessions_first_turn_by_day() -> None:
@@ -95,11 +97,12 @@ def test_digest_text_quotes_the_reply_a_turn_got() -> None:
 def turn_columns(*turns: tuple) -> dict[str, list]:
     """Episode columns of (session, role, minute, content[, kind, tags, is_private]) turns, in time order."""
     cols: dict[str, list] = {c: [] for c in ("session_id", "role", "created_at", "content", "kind", "tags",
-                                             "is_private", "visibility")}
+                                             "is_private", "visibility", "origin")}
     for session, role, minute, content, *rest in turns:
         kind, tags, private = (*rest, *("turn", [], False)[len(rest):])
-        for c, v in zip(cols, (session, role, T0 + timedelta(minutes=minute), content, kind, tags, private, "global"),
-                        strict=True):
+        origin = "tool" if role == "tool" else None
+        for c, v in zip(cols, (session, role, T0 + timedelta(minutes=minute), content, kind, tags, private, "global",
+                               origin), strict=True):
             cols[c].append(v)
     return cols
 
@@ -122,6 +125,11 @@ def test_tool_output_thoughts_and_doubtful_replies_are_never_quoted() -> None:
     voiced = [True, False, False, False]
     assert replies(cols, voiced, [False] * 4) == {0: 3}  # tool output and a thought are passed over
     assert replies(cols, voiced, [False, False, False, True]) == {}  # a replaced reply is history
+    cols["origin"][3] = "tool"  # a tool's result logged under the agent's role
+    assert replies(cols, voiced, [False] * 4) == {}
+    logged = turn_columns(("a", "user", 0, "Book the dentist."), ("a", "calendar", 1, "Dentist moved to 3pm.", "event"),
+                          ("a", "assistant", 2, "I booked the dentist for you."))
+    assert replies(logged, [True, True, False], [False] * 3) == {0: 2}  # an event in between asks nothing
 
     def one(reply: tuple) -> dict[int, int]:
         return replies(turn_columns(("a", "user", 1, "I use Flask."), reply), [True, False], [False, False])
