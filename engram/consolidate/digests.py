@@ -11,11 +11,14 @@ days before its newest new episode), leaving out a turn whose every statement wa
 - day: the turn that opened each session of one day, in time order.
 
 A digest lists each turn as "date speaker: its first sentence", at most DIGEST_ENTRIES turns (a longer
-group is cut in time order into several digests). Its vector is the mean of its turns' vectors (its text
-is longer than the embedder reads) and it rests on its turns (extracted_from). Digests are facts of
+group is cut in time order into several digests), followed by the first sentence of the reply the turn got
+in its session ("/ assistant: ..."; ENGRAM_DIGEST_REPLIES): what the user asked and what they were told.
+Its vector is the mean of its turns' vectors (its text is longer than the embedder reads; a reply is
+quoted, not what the digest is about) and it rests on its turns and the replies it quotes (extracted_from;
+a reply is never counted as evidence). Digests are facts of
 claim_type "digest": searched and shown like facts, never paired, merged, updated or decayed. Turns are
 grouped only with turns of the same tags (a tag-scoped search never reads another tag's turn). A digest
-holds from its last turn on. An active digest of the window that no group makes again is superseded,
+holds from its last turn or quoted reply on. An active digest of the window that no group makes again is superseded,
 by the new digest of its kind it shares most turns with when there is one (an event names it).
 """
 
@@ -79,6 +82,10 @@ def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]
     it, has prose, and was not replaced or retracted."""
     waiting: dict[str, int] = {}  # session -> its last human turn, not yet answered
     out: dict[int, int] = {}
+
+    def rank(visibility: str | None) -> int:
+        return VISIBILITY_RANK.get(visibility or "", 0)
+
     for i, session in enumerate(cols["session_id"]):
         kind = cols["kind"][i] or "turn"
         if session is None or kind != "turn":  # an event, a thought: neither asked nor answered
@@ -91,7 +98,7 @@ def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]
             if (cols["created_at"][i] > cols["created_at"][asked] and not replaced[i]
                     and tuple(sorted(cols["tags"][i] or [])) == tuple(sorted(cols["tags"][asked] or []))
                     and (not cols["is_private"][i] or cols["is_private"][asked])
-                    and VISIBILITY_RANK.get(cols["visibility"][i], 0) >= VISIBILITY_RANK.get(cols["visibility"][asked], 0)
+                    and rank(cols["visibility"][i]) >= rank(cols["visibility"][asked])
                     and reply_lead(cols["content"][i])):
                 out[asked] = i
     return out

@@ -322,8 +322,8 @@ class PublishedCache:
 
     def facts_of_episodes(self, settings: Any, user_id: str, model: str, dim: int, episode_ids: list[str]
                           ) -> list[tuple]:
-        """(episode_id, fact_id, status, valid_from, valid_to, claim_type) as queries/query/facts_of_episodes returns
-        them, from the published facts generation."""
+        """(episode_id, fact_id, status, valid_from, valid_to, claim_type) as queries/query/facts_of_episodes
+        returns them, from the published facts generation."""
         gen = self.generation(settings, "facts", user_id, model, dim)
         if gen is None:
             return []

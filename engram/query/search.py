@@ -321,8 +321,8 @@ def _current_versions(con: db.Connection | None, user_id: str, fact_ids: list[st
 
 def _facts_of_episodes(con: db.Connection | None, settings: Settings, user_id: str, embedder: Any,
                        episode_ids: list[str]) -> list[tuple]:
-    """(episode_id, fact_id, status, valid_from, valid_to, claim_type) of the facts made from these episodes: from the
-    store, or from the published facts index while another process holds it."""
+    """(episode_id, fact_id, status, valid_from, valid_to, claim_type) of the facts made from these episodes:
+    from the store, or from the published facts index while another process holds it."""
     if con is None:
         return PUBLISHED.facts_of_episodes(settings, user_id, embedder.model, embedder.dim, episode_ids)
     return db.rows(con, "queries/query/facts_of_episodes", user_id=user_id, episode_ids=episode_ids)

@@ -88,8 +88,8 @@ def test_digest_text_lists_each_turn_under_a_heading() -> None:
 
 def test_digest_text_quotes_the_reply_a_turn_got() -> None:
     times = [T0, T0 + timedelta(minutes=1), T0 + timedelta(days=1)]
-    text = digest_text("thread", [0, 2], ["I use Flask.", "Absolutely! Here is a Flask layout.\n\n# App", "Now Postgres."],
-                       ["user", "assistant", "user"], times, {0: 1})
+    said = ["I use Flask.", "Absolutely! Here is a Flask layout.\n\n# App", "Now Postgres."]
+    text = digest_text("thread", [0, 2], said, ["user", "assistant", "user"], times, {0: 1})
     assert text.splitlines()[1:] == ["2024-03-15 user: I use Flask. / assistant: Here is a Flask layout.",
                                      "2024-03-16 user: Now Postgres."]
 
@@ -127,7 +127,8 @@ def test_tool_output_thoughts_and_doubtful_replies_are_never_quoted() -> None:
     assert replies(cols, voiced, [False, False, False, True]) == {}  # a replaced reply is history
     cols["origin"][3] = "tool"  # a tool's result logged under the agent's role
     assert replies(cols, voiced, [False] * 4) == {}
-    logged = turn_columns(("a", "user", 0, "Book the dentist."), ("a", "calendar", 1, "Dentist moved to 3pm.", "event"),
+    logged = turn_columns(("a", "user", 0, "Book the dentist."),
+                          ("a", "calendar", 1, "Dentist moved to 3pm.", "event"),
                           ("a", "assistant", 2, "I booked the dentist for you."))
     assert replies(logged, [True, True, False], [False] * 3) == {0: 2}  # an event in between asks nothing
 
