@@ -164,7 +164,8 @@ def under_way(path: Path, pid: int, stages: tuple[str, ...], tenants: list[str])
 
 
 WORK_KEYS = {"embed": "episodes", "extract": "facts_created", "confidence": "superseded", "merge": "queued",
-             "digest": "digests_created", "resolve": "pending", "deprecate": "deprecated", "archive": "archived_facts", "publish": "fact_changes"}
+             "digest": "digests_created", "resolve": "pending", "deprecate": "deprecated", "archive": "archived_facts",
+             "publish": "fact_changes"}
 
 
 def reference_work(path: Path) -> dict[str, str]:

@@ -79,7 +79,7 @@ def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]
     turn, not of origin tool) after it in its session and before the session's next human turn (rows in time
     order; tool output, system turns, thoughts and events are passed over). A reply is quoted only when it was
     said after the turn (equal times leave the order unknown), has the turn's tags, is no more private than
-    it, has prose, and was not replaced or retracted."""
+    it, has prose, and was not replaced or retracted. `cols`: the episode columns, tags as sorted tuples."""
     waiting: dict[str, int] = {}  # session -> its last human turn, not yet answered
     out: dict[int, int] = {}
 
@@ -96,7 +96,7 @@ def replies(cols: dict[str, list[Any]], voiced: list[bool], replaced: list[bool]
                 and (cols["origin"][i] or "").strip().lower() != "tool":
             asked = waiting.pop(session)
             if (cols["created_at"][i] > cols["created_at"][asked] and not replaced[i]
-                    and tuple(sorted(cols["tags"][i] or [])) == tuple(sorted(cols["tags"][asked] or []))
+                    and cols["tags"][i] == cols["tags"][asked]
                     and (not cols["is_private"][i] or cols["is_private"][asked])
                     and rank(cols["visibility"][i]) >= rank(cols["visibility"][asked])
                     and reply_lead(cols["content"][i])):
@@ -233,9 +233,9 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
     if len(human) >= 2:  # the human turns; a turn whose every statement was replaced or retracted is history
         vecs = vectors_of(turns["embedding"], embedder.dim)
         cols = {c: turns[c].to_list() for c in ("id", "role", "origin", "kind", "content", "visibility", "is_private",
-                                                "tags", "created_at", "session_id")}
+                                                "created_at", "session_id")}
+        cols["tags"] = [tuple(sorted(tags or [])) for tags in turns["tags"].to_list()]  # a tag set, to compare
         times = cols["created_at"]
-        tag_sets = [tuple(sorted(tags or [])) for tags in cols["tags"]]
         answers = replies(cols, voiced.tolist(), turns["replaced"].to_list()) if s.digest_replies else {}
 
         def plan(kind: str, rows: list[int]) -> None:
@@ -266,7 +266,7 @@ def plan_digests(ctx: StageContext, embedder: Embedder, newest: datetime) -> Dig
 
         by_tags: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i in human.tolist():
-            by_tags[tag_sets[i]].append(i)
+            by_tags[cols["tags"][i]].append(i)
         for part in by_tags.values():
             groups = grouped_turns(vecs[part], [cols["session_id"][i] for i in part], [times[i] for i in part],
                                    s.min_cluster_size, s.pca_dims, s.cluster_min_similarity)

@@ -242,10 +242,11 @@ def _search_units(
     via_update: set[tuple[str, str]] = set()  # (episode, current fact) where the episode stated an earlier version
     for episode_id, fact_id, status, valid_from, valid_to, claim in links:
         in_force = (valid_from is None or valid_from <= at) and (valid_to is None or valid_to > at)
+        holds = in_force and (status == "active" or (f.as_of is not None and status == "superseded"))
         if claim == DIGEST:
             # a digest lists the turn (or quotes it): the turn lends it its rank while the digest holds,
             # and a retired digest says nothing of whether what the turn said is current
-            if in_force and (status == "active" or (f.as_of is not None and status == "superseded")):
+            if holds:
                 facts_of[episode_id].append(fact_id)
             continue
         if fact_id in current_of:
@@ -256,7 +257,7 @@ def _search_units(
             has_current.add(episode_id)
             continue
         facts_of[episode_id].append(fact_id)
-        if in_force and (status == "active" or (f.as_of is not None and status == "superseded")):
+        if holds:
             has_current.add(episode_id)
         elif status in STALE_STATUSES or (valid_to is not None and valid_to <= at):
             has_replaced.add(episode_id)

@@ -101,8 +101,8 @@ def turn_columns(*turns: tuple) -> dict[str, list]:
     for session, role, minute, content, *rest in turns:
         kind, tags, private = (*rest, *("turn", [], False)[len(rest):])
         origin = "tool" if role == "tool" else None
-        for c, v in zip(cols, (session, role, T0 + timedelta(minutes=minute), content, kind, tags, private, "global",
-                               origin), strict=True):
+        for c, v in zip(cols, (session, role, T0 + timedelta(minutes=minute), content, kind, tuple(sorted(tags)),
+                               private, "global", origin), strict=True):
             cols[c].append(v)
     return cols
 
