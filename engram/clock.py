@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from engram.errors import InvalidInput
 
@@ -66,3 +66,12 @@ def run_id(kind: str, moment: datetime | None = None, key: str | None = None) ->
     moment = naive_utc_or_now(moment)
     suffix = stable_id("r", key)[-8:] if key is not None else uuid.uuid4().hex[:8]
     return f"{kind}-{moment:%Y%m%dT%H%M%S}-{suffix}"
+
+
+def readable(value: datetime | date, minutes: bool = False) -> str:
+    """A day as a reader writes it ('7 May 2023'; with `minutes`, '7 May 2023 13:56' unless it is midnight):
+    fewer tokens than ISO 8601, and the words a question about it uses."""
+    day = f"{value.day} {value:%B %Y}"
+    if minutes and isinstance(value, datetime) and value.time() != datetime.min.time():
+        return f"{day} {value:%H:%M}"
+    return day

@@ -94,6 +94,11 @@ class Settings(BaseSettings):
 
     # retrieval
     top_k: int = bounded(5, 1, 50, "Default result count of search_memory.")
+    max_tokens: int = bounded(
+        1500, 1, 1_000_000,
+        "Token budget of a read an agent makes (MCP search_memory, engram search): the reply as sent, counted "
+        "with the MiniLM WordPiece tokenizer, never exceeds it (engram.query.budget).",
+    )
     sim_thresh: float = bounded(0.5, 0.0, 1.0, "Minimum cosine for inner-voice RAG hits.")
     db_limit: int = bounded(500, 1, 100_000, "Maximum rows a single query reads per source.")
     retrieve_top_k: int = bounded(10, 1, 50, "Default top_k of retrieve (snippets).")

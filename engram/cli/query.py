@@ -46,38 +46,33 @@ def search_cmd(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user: User,
     type_: Annotated[str, typer.Option("--type", help="facts | episodes | both")] = "both",
-    limit: Annotated[int | None, typer.Option("--limit", "-k", help="Results (default ENGRAM_TOP_K).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-k", help="Cap on the count (default: as many as fit).")] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", help="Token budget of what is printed (default ENGRAM_MAX_TOKENS, 1500).")] = None,
     as_of: Annotated[datetime | None, typer.Option("--as-of", help="Answer from facts valid then (UTC).")] = None,
     method: Annotated[str, typer.Option("--method", help="hybrid | vector | lexical")] = "hybrid",
     passive: Annotated[bool, typer.Option("--passive", help="Passive thresholds (confidence at least 0.5).")] = False,
     include_private: Private = False,
+    include_sources: Annotated[bool, typer.Option("--sources", help="Show the sources' text too.")] = False,
     tag: Tags = None,
     exclude_tag: NoTags = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show what each relevance is made of.")] = False,
     as_json: Json = False,
 ) -> None:
-    """Active search: memories (a fact with its source episodes, or an episode), current first, ranked."""
-    from engram.cli.app import emit
-    from engram.query.render import hit_line
+    """Active search: the memories worth most per token that fit the budget, current first, ranked."""
+    from engram.cli.app import settings_or_exit
     from engram.query.search import search_memory
 
-    hits = _call(search_memory, query, type_, limit, user, as_of, method=method,
-                 mode="passive" if passive else "active", include_private=include_private,
-                 include_tags=tag, exclude_tags=exclude_tag)
-    if as_json:
-        emit([h.to_dict() for h in hits], True)
-        return
-    if not hits:
-        echo("no results")
+    budget = settings_or_exit().max_tokens if max_tokens is None else max_tokens
+    packed = _call(search_memory, query, type_, limit, user, as_of, method=method,
+                   mode="passive" if passive else "active", include_private=include_private,
+                   include_tags=tag, exclude_tags=exclude_tag, max_tokens=budget, include_sources=include_sources,
+                   explain=explain, render="json" if as_json else "text")
+    if not packed and not as_json:
+        echo(packed.payload)
         _tenant_hint(user)
-    for h in hits:
-        echo(hit_line(h))
-        if explain:
-            parts = "  ".join(f"{k} {v:.2f}" for k, v in h.parts.items())
-            echo(f"      {parts}  rank score {h.score:.4f}  id {h.id}")
-            for src in h.sources:
-                when = f"{src['created_at']:%Y-%m-%d}" if src.get("created_at") else "-"
-                echo(f"      from episode {src['id']} ({when}): {safe(src['text'][:120])}")
+        return
+    echo(packed.payload)  # already as a terminal shows it: the budget counted these very lines
 
 
 def retrieve_cmd(

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
+from engram import clock
 from engram.errors import LLMError
 
 DATA_RULE = (
@@ -37,11 +38,14 @@ _MARK = re.compile(r"^<<<(DATA-[0-9a-f]{16})$")
 _LINE_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
+def data_line(record: dict[str, Any]) -> str:
+    """One record of a data block: its JSON on one line (a line break inside a string escaped)."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, default=str).translate(_LINE_BREAKS)
+
+
 def data_block(records: Iterable[dict[str, Any]]) -> str:
     """Records as JSON lines between markers that a record cannot contain (they hash the lines)."""
-    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True, default=str).translate(_LINE_BREAKS)
-             for r in records]
-    body = "\n".join(lines)
+    body = "\n".join(data_line(r) for r in records)
     tag = "DATA-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
     return f"<<<{tag}\n{body}\n{tag}>>>"
 
@@ -96,12 +100,10 @@ def outside_data_blocks(prompt: str) -> str:
 
 def memory_record(id: str, type: str, date_: datetime | date | str | None, text: str,
                   **more: Any) -> dict[str, Any]:
-    """One quoted memory: its provenance (id, type, date) then its text. A time is given to the minute, a
-    midnight as the day alone: seconds and microseconds cost a prompt tokens and say nothing to a reader."""
-    if isinstance(date_, datetime):
-        when = date_.date().isoformat() if date_.time() == datetime.min.time() else date_.isoformat(timespec="minutes")
-    else:
-        when = date_.isoformat() if isinstance(date_, date) else date_
+    """One quoted memory: its provenance (id, type, date) then its text. A date is written as a reader writes
+    it ('7 May 2023', engram.clock.readable), a time to the minute: seconds cost a prompt tokens and say
+    nothing to a reader, and ISO's '2023-05-07' is six tokens that no question about 7 May uses."""
+    when = clock.readable(date_, minutes=True) if isinstance(date_, date) else date_
     return {"id": id, "type": type, "date": when, "text": text, **more}
 
 

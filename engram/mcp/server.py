@@ -21,15 +21,16 @@ from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
 from engram.errors import EngramError, InvalidInput
-from engram.mcp.tools import BY_NAME, TOOLS, ToolContext
+from engram.mcp.tools import listed_schema, BY_NAME, TOOLS, ToolContext
 from engram.settings import Settings
 from engram.store.tenant import normalise_user_id
 
 log = logging.getLogger("engram.mcp")
 
 SERVER_NAME = "engram"
-INSTRUCTIONS = ("Long-term memory. add_memory to remember, search_memory to recall, detailed_help for the "
-                "parameters and an example of any tool. Everything is scoped to one user.")
+INSTRUCTIONS = ("Long-term memory. add_memory to remember, search_memory to recall (a reply fits max_tokens), "
+                "detailed_help for the parameters, bounds and an example of any tool. Everything is scoped to one "
+                "user.")
 
 
 def _to_json(value: Any) -> Any:
@@ -83,8 +84,8 @@ class EngramMCP:
 
     def tools(self) -> list[types.Tool]:
         """The tool list with input schemas."""
-        return [types.Tool(name=t.name, description=t.description + " (detailed_help has parameters and an "
-                           "example)", input_schema=self.schemas[t.name]) for t in TOOLS]
+        return [types.Tool(name=t.name, description=t.description, input_schema=listed_schema(self.schemas[t.name]))
+                for t in TOOLS]
 
     def validate(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Arguments checked against the tool schema, defaults filled in; InvalidInput names the field."""

@@ -64,7 +64,32 @@ class ToolSpec:
 
 # ---- schema helpers
 
+# Left out of the schemas tools/list shows (every conversation of an MCP host carries that list): the
+# server validates every call against the full schema, and detailed_help shows it
+UNLISTED = frozenset({"minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum",
+                      "additionalProperties", "description"})
+
+
+def listed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as tools/list shows it: names, types, enums, defaults and what is required; descriptions,
+    bounds and the fields of nested objects are left to detailed_help (a call that breaks a bound is
+    refused with the field named)."""
+    out: dict[str, Any] = {"type": "object", "properties": {k: _listed_field(v) for k, v in schema["properties"].items()}}
+    if schema.get("required"):
+        out["required"] = schema["required"]
+    return out
+
+
+def _listed_field(field: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in field.items() if k not in UNLISTED and k not in ("properties", "required")}
+    if isinstance(out.get("items"), dict):
+        out["items"] = {"type": out["items"].get("type", "object")}
+    return out
+
+
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    # a field named for what it is goes without a description: the tool list is in every conversation's context
+    props = {k: {x: y for x, y in v.items() if not (x == "description" and not y)} for k, v in props.items()}
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
 
 
@@ -170,26 +195,31 @@ def _add_memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 def _search_schema(s: Settings) -> dict[str, Any]:
     return _obj({
         "query": _text("What to look for."),
-        "search_type": {"type": "string", "enum": ["facts", "episodes", "both"], "default": "both",
-                        "description": "Search consolidated facts, raw episodes, or both."},
-        "limit": _int("How many results.", 1, 100, s.top_k),
-        "as_of": _time("Answer from facts valid at this time"),
-        "method": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid",
-                   "description": "hybrid = BM25 + vector."},
-        "include_private": _bool("Also return private rows.", False),
-        "include_tags": _tags("Only rows with any of these tags."),
-        "exclude_tags": _tags("Drop rows with any of these tags."),
+        "max_tokens": _int("Token budget of this reply.", 1, 1_000_000, s.max_tokens),
+        "search_type": {"type": "string", "enum": ["facts", "episodes", "both"], "default": "both"},
+        "limit": _int("Cap on the count.", 1, 100),
+        "as_of": _time("Answer as of"),
+        "method": {"type": "string", "enum": ["hybrid", "vector", "lexical"], "default": "hybrid"},
+        "include_private": _bool("", False),
+        "include_sources": _bool("Source texts too.", False),
+        "explain": _bool("Score parts too.", False),
+        "include_tags": _tags(""),
+        "exclude_tags": _tags(""),
     }, ["query"])
 
 
 def _search(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
+    import json
+
     from engram.query.search import search_memory
 
-    hits = search_memory(a["query"], search_type=a["search_type"], limit=a["limit"], user_id=ctx.user_id,
-                         as_of=a.get("as_of"), settings=ctx.settings, method=a["method"],
-                         include_private=a["include_private"], include_tags=a.get("include_tags"),
-                         exclude_tags=a.get("exclude_tags"), embedder=ctx.embedder())
-    return {"count": len(hits), "results": [h.to_dict() for h in hits]}
+    packed = search_memory(a["query"], search_type=a["search_type"], limit=a.get("limit"), user_id=ctx.user_id,
+                           as_of=a.get("as_of"), settings=ctx.settings, method=a["method"],
+                           include_private=a["include_private"], include_tags=a.get("include_tags"),
+                           exclude_tags=a.get("exclude_tags"), embedder=ctx.embedder(),
+                           max_tokens=a["max_tokens"], include_sources=a["include_sources"],
+                           explain=a["explain"], render="json")
+    return json.loads(packed.payload)  # sent as the very text the budget was counted on
 
 
 # ---- inner_voice, inner_voice_retrieve, ask

@@ -13,6 +13,7 @@ from engram.errors import InvalidInput
 from engram.llm.prompt_quote import (
     DATA_RULE,
     SHORT_DATA_RULE,
+    data_line,
     memory_record,
     quote_memories,
 )
@@ -144,6 +145,33 @@ def _as_list(value: str | Sequence[str] | None, name: str) -> list[str]:
     return [v for v in value if v.strip()]
 
 
+# The block's markers hold 16 hex digits of its hash, twice: at most this many tokens each with "DATA-"
+# and the angle brackets (a hex run splits into at most one WordPiece token a digit)
+MARKER_TOKENS = 22
+
+
+def _fit_memories(memories: list[dict[str, Any]], rule: str, left: int) -> tuple[list[dict[str, Any]], str, int]:
+    """(picked, block, dropped): the memories, in order, whose quoted block fits `left` tokens. Each record is
+    one line of the block, so lines are counted one by one against a bound of the markers; the block is then
+    counted whole (markers, rule and JSON escaping included) and trimmed from the end until it fits."""
+    room = left - count_tokens(rule) - 2 * MARKER_TOKENS
+    picked: list[dict[str, Any]] = []
+    dropped = 0
+    for mem in memories:
+        n = count_tokens(data_line(mem))
+        if n <= room:
+            picked.append(mem)
+            room -= n
+        else:
+            dropped += 1
+    block = quote_memories(picked, rule) if picked else ""
+    while picked and count_tokens(block) > left:
+        picked.pop()
+        dropped += 1
+        block = quote_memories(picked, rule) if picked else ""
+    return picked, block, dropped
+
+
 def quoting_rule(tokens_left: int) -> str:
     """The rule said before the memories: the full sentence when it costs at most RULE_SHARE of the
     tokens left for them, else its short form."""
@@ -210,14 +238,9 @@ def build_context(
         take("streamed", item, may_truncate=False)
     for item in parts["system"]:
         take("system", item, may_truncate=True)
-    picked: list[dict[str, Any]] = []
     rule = quoting_rule(left)
-    for mem in memory_items:  # the block's size is counted whole: markers, rule and JSON escaping included
-        if count_tokens(quote_memories([*picked, mem], rule)) <= left:
-            picked.append(mem)
-        else:
-            dropped["memories"] += 1
-    block = quote_memories(picked, rule) if picked else ""
+    picked, block, n_dropped = _fit_memories(memory_items, rule, left)
+    dropped["memories"] += n_dropped
     tokens = {s: sum(count_tokens(t) for t in kept[s]) for s in SECTIONS}
     tokens["memories"] = count_tokens(block)
     shown = {s: "\n".join(kept[s]) for s in SECTIONS} | {"memories": block}

@@ -28,6 +28,7 @@ from engram.index.vector_index import (
     unit_signatures,
 )
 from engram.query import answer_order, candidates, matches
+from engram.query.budget import RENDERERS, candidate_count, pack, require_budget
 from engram.query.common import (
     embed_query,
     embedder_of,
@@ -106,9 +107,27 @@ def search_memory(
     exclude_tags: list[str] | None = None,
     kinds: list[str] | None = None,
     embedder: Any = None,
+    max_tokens: int | None = None,
+    include_sources: bool = False,
+    explain: bool = False,
+    render: str = "text",
 ) -> list[Hit]:
-    """Blocking active search: the best `limit` diverse facts and/or episodes for the query."""
+    """Blocking active search: the best `limit` diverse facts and/or episodes for the query.
+
+    With `max_tokens`, the memories worth most per token whose rendered payload (`render`: "text", the lines a
+    caller reads, or "json", the MCP reply) fits that many tokens, as a engram.query.budget.Packed (a list of
+    the hits with the exact payload, its token count and what did not fit); `limit` then caps the count.
+    """
     require_text(query, "query")
+    if max_tokens is not None:
+        budget = require_budget(max_tokens)
+        if render not in RENDERERS:
+            raise InvalidInput(f"render: expected one of {sorted(RENDERERS)}, got {render!r}")
+        cap = None if limit is None else require_int(limit, "limit", 1, 100)
+        hits = search_memory(query, search_type, candidate_count(budget, cap), user_id, as_of, settings=settings,
+                             con=con, mode=mode, method=method, include_private=include_private,
+                             include_tags=include_tags, exclude_tags=exclude_tags, kinds=kinds, embedder=embedder)
+        return pack(hits, query, budget, render, cap, include_sources=include_sources, explain=explain)
     user_id = normalise_user_id(user_id)
     settings = for_tenant(settings, user_id)
     if not isinstance(search_type, str) or search_type not in SEARCH_TYPES:

@@ -52,3 +52,59 @@ def matching_passage(text: str, query: str) -> tuple[int, int] | None:
     scores = BM25([tokenize(text[s:e]) for s, e in cut]).score(tokenize(query))
     best = int(scores.argmax()) if scores.size and scores.max() > 0 else 0
     return cut[best]
+
+
+_UNIT = re.compile(r"[^\n]*?(?:[.!?][\"')\]]*(?=\s)|\n|$)")
+
+
+def _units(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line of the text, blank ones left out."""
+    out = []
+    for m in _UNIT.finditer(text):
+        s, e = m.start(), m.end()
+        piece = text[s:e]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((s + lead, s + len(piece.rstrip())))
+        if e >= len(text):
+            break
+    return out
+
+
+def passage_within(text: str, query: str, max_tokens: int) -> str:
+    """The part of a long text that best matches the query, in at most max_tokens WordPiece tokens: the
+    sentence (or line) that shares most of the query's words (BM25 among the text's sentences; the first
+    when none does), grown by its neighbours while it fits; '…' marks where text was left out. A sentence
+    longer than the budget is cut at a word, never inside one."""
+    from engram.query.wordpiece import count_tokens, truncate_to_tokens
+
+    units = _units(text)
+    if not units or max_tokens < 2:
+        return ""
+    scores = BM25([tokenize(text[s:e]) for s, e in units]).score(tokenize(query))
+    best = int(scores.argmax()) if scores.size and scores.max() > 0 else 0
+    room = max_tokens - 2  # the two ellipses
+    # units are cut at white space, so a run of them costs the sum of their counts; only the units the
+    # passage may reach are counted (a long reply is tokenized near its match, not whole)
+    counted: dict[int, int] = {}
+
+    def cost(i: int) -> int:
+        if i not in counted:
+            counted[i] = count_tokens(text[units[i][0]:units[i][1]])
+        return counted[i]
+
+    if cost(best) > room:
+        piece = truncate_to_tokens(text[units[best][0]:units[best][1]], room)
+        return ("… " if best > 0 else "") + piece + " …" if piece else ""
+    lo = hi = best
+    used = cost(best)
+    grew = True
+    while grew:
+        grew = False
+        # the sentence after first: an answer follows its question
+        if hi + 1 < len(units) and used + cost(hi + 1) <= room:
+            hi, used, grew = hi + 1, used + cost(hi + 1), True
+        if lo > 0 and used + cost(lo - 1) <= room:
+            lo, used, grew = lo - 1, used + cost(lo - 1), True
+    piece = text[units[lo][0]:units[hi][1]]
+    return ("… " if lo > 0 else "") + piece + (" …" if hi < len(units) - 1 else "")
