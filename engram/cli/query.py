@@ -68,11 +68,12 @@ def search_cmd(
                    mode="passive" if passive else "active", include_private=include_private,
                    include_tags=tag, exclude_tags=exclude_tag, max_tokens=budget, include_sources=include_sources,
                    explain=explain, render="json" if as_json else "text")
-    if not packed and not as_json:
-        echo(packed.payload)
-        _tenant_hint(user)
+    if as_json:
+        typer.echo(packed.payload)  # the reply an MCP client gets; json.dumps escaped what needs it
         return
-    echo(packed.payload)  # already as a terminal shows it: the budget counted these very lines
+    echo(packed.payload)  # lines already escaped as a terminal shows them: the budget counted these very lines
+    if not packed:
+        _tenant_hint(user)
 
 
 def retrieve_cmd(

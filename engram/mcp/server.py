@@ -84,7 +84,7 @@ class EngramMCP:
 
     def tools(self) -> list[types.Tool]:
         """The tool list with input schemas."""
-        return [types.Tool(name=t.name, description=t.description, input_schema=listed_schema(self.schemas[t.name]))
+        return [types.Tool(name=t.name, description=t.description, input_schema=listed_schema(self.schemas[t.name], t.advanced))
                 for t in TOOLS]
 
     def validate(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:

@@ -60,6 +60,8 @@ class ToolSpec:
     schema: Callable[[Settings], dict[str, Any]]
     handler: Callable[[ToolContext, dict[str, Any]], Any]
     example: dict[str, Any] = field(default_factory=dict)
+    # parameters a call seldom needs: accepted and shown by detailed_help, left out of tools/list
+    advanced: tuple[str, ...] = ()
 
 
 # ---- schema helpers
@@ -70,11 +72,12 @@ UNLISTED = frozenset({"minLength", "maxLength", "minItems", "maxItems", "minimum
                       "additionalProperties", "description"})
 
 
-def listed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def listed_schema(schema: dict[str, Any], advanced: tuple[str, ...] = ()) -> dict[str, Any]:
     """The schema as tools/list shows it: names, types, enums, defaults and what is required; descriptions,
-    bounds and the fields of nested objects are left to detailed_help (a call that breaks a bound is
-    refused with the field named)."""
-    out: dict[str, Any] = {"type": "object", "properties": {k: _listed_field(v) for k, v in schema["properties"].items()}}
+    bounds, defaults that are off or empty, and the fields of nested objects are left to detailed_help (a call that breaks a bound is
+    refused with the field named); so are the `advanced` parameters."""
+    props = {k: _listed_field(v) for k, v in schema["properties"].items() if k not in advanced}
+    out: dict[str, Any] = {"type": "object", "properties": props}
     if schema.get("required"):
         out["required"] = schema["required"]
     return out
@@ -82,6 +85,8 @@ def listed_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _listed_field(field: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in field.items() if k not in UNLISTED and k not in ("properties", "required")}
+    if out.get("default") is False or out.get("default") == []:  # off or empty when left out: detailed_help says
+        out.pop("default", None)
     if isinstance(out.get("items"), dict):
         out["items"] = {"type": out["items"].get("type", "object")}
     return out
@@ -427,13 +432,19 @@ TOOLS: list[ToolSpec] = [
         _add_memory_schema, _add_memory,
         {"content": "I moved to Lisbon in March and started learning Portuguese.", "role": "user",
          "session_id": "s1"},
+        ("origin", "metadata"),
     ),
     ToolSpec(
-        "search_memory", "Search memories: hybrid (BM25 + vector) over facts and/or episodes, ranked and diverse.",
-        "Active search over your consolidated facts and/or raw episodes. search_type: facts | episodes | both. "
-        "limit: how many results (default ENGRAM_TOP_K). as_of answers from facts valid at that time. Returns "
-        "results with id, table, text, score, similarity, confidence, tags and created_at.",
-        _search_schema, _search, {"query": "Where does the user live?", "search_type": "both", "limit": 5},
+        "search_memory", "Search memories (facts and what was said) for a query; the best that fit max_tokens.",
+        "Hybrid (BM25 + vector) search over your consolidated facts and/or raw episodes (search_type: facts | "
+        "episodes | both). The reply is JSON of at most max_tokens tokens (default ENGRAM_MAX_TOKENS), counted "
+        "on this very text: results (id, type, role of an episode, date, until when replaced, status when not "
+        "current, text: a long episode as its passage that matches the query; a fact's first source id), "
+        "count, tokens, omitted (matches that did not fit) and reason (why nothing is shown). limit caps the "
+        "count. include_sources adds the source episodes' dates and passages, explain the score parts and "
+        "hashes, both inside the same budget. as_of answers from facts valid at that time.",
+        _search_schema, _search, {"query": "Where does the user live?", "max_tokens": 400},
+        ("method", "include_tags", "exclude_tags"),
     ),
     ToolSpec(
         "inner_voice", "Reflect: RAG over your thoughts, an answer with sources, optionally saved and KG-staged.",
@@ -441,6 +452,7 @@ TOOLS: list[ToolSpec] = [
         "its sources, saves it as a summary thought (save) and can stage knowledge-graph candidates (stage_kg) "
         "for knowledgegraph_moderate. Needs ENGRAM_ENABLE_INNER_VOICE=true (else feature_disabled).",
         _inner_voice_schema, _inner_voice, {"content": "What have I concluded about the move?", "top_k": 5},
+        ("sim_thresh", "confidence_min", "max_nodes", "max_edges", "auto_mark_removal"),
     ),
     ToolSpec(
         "inner_voice_retrieve", "Retrieve-only snippets with provenance, trust tier and diagnostics (no answer).",
@@ -449,6 +461,7 @@ TOOLS: list[ToolSpec] = [
         "adaptive similarity floor, plus diagnostics {k_req, k_ret, floor_used, latency_ms, reason}. Needs "
         "ENGRAM_ENABLE_INNER_VOICE=true (else feature_disabled).",
         _retrieve_schema, _retrieve, {"query": "Portuguese lessons", "top_k": 8},
+        ("floor", "mix", "include_tags", "exclude_tags"),
     ),
     ToolSpec(
         "ask", "A grounded answer citing at least 2 facts, or a refusal with the reason.",
@@ -465,6 +478,7 @@ TOOLS: list[ToolSpec] = [
         "op=restore: bring archived rows back. Everything is limited to your user. dry_run defaults to TRUE: "
         "pass dry_run=false to write.",
         _maintenance_schema, _maintenance, {"op": "list_removal_candidates", "older_than_days": 30},
+        ("sample", "as_of"),
     ),
     ToolSpec(
         "knowledgegraph_moderate", "Approve or reject staged knowledge-graph candidates (no ids: list pending).",
@@ -480,6 +494,7 @@ TOOLS: list[ToolSpec] = [
         "returns the trace: the record, its supports and contradictions valid at as_of, and the paths back to "
         "source episodes. save=true stores the trace as a node.",
         _why_schema, _why, {"kind": "claim", "id": "clm_123", "depth": 3},
+        ("depth", "max_nodes", "save"),
     ),
     ToolSpec(
         "memory_stats", "Row counts of your memory per table and status.",

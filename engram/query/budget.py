@@ -5,8 +5,8 @@ which of them fill `max_tokens` of the payload the caller receives (the MCP repl
 lines, the Python hits' text), counted with the project's one tokenizer (engram.query.wordpiece):
 - each memory is shown compactly (its text, type, date, status when not current, id; its sources as
   ids), a long one (an assistant turn, a digest) as the passage of it that matches the query;
-- memories are taken by value per token, value falling with rank, so a 20-token fact that answers beats
-  a 900-token turn that holds the answer somewhere;
+- memories are taken by value per token, value falling with rank (DENSITY_POWER), a long one costing
+  only its passage, and one that does not fit leaves its room to the shorter ones below it;
 - the same information is never shown twice (a passage whose words an item already shown holds);
 - what is chosen is shown in rank order, and the whole payload is counted and trimmed until it fits.
 """
@@ -23,22 +23,25 @@ from engram import clock
 from engram.errors import InvalidInput
 from engram.query.hits import Hit
 from engram.query.snippets import passage_within
-from engram.query.wordpiece import count_tokens, truncate_to_tokens
+from engram.query.wordpiece import count_tokens
 from engram.text.terminal import safe
 from engram.text.tokens import tokenize
 
 MAX_BUDGET = 1_000_000
 # A long memory shows at most this share of the budget (its matching passage), and never less than
-# MIN_PASSAGE_TOKENS: at 1,500 tokens a passage of up to 187, so one turn cannot take the context.
-PASSAGE_SHARE = 0.125
-MIN_PASSAGE_TOKENS = 40
+# MIN_PASSAGE_TOKENS: at 1,500 tokens a passage of up to 375, so one turn cannot take the context.
+PASSAGE_SHARE = 0.25
+MIN_PASSAGE_TOKENS = 60
 # Value of the memory at rank r (0 first): 1 / (RANK_OFFSET + r); taken by value / tokens ** DENSITY_POWER.
-# A power below 1 keeps a long passage ranked first ahead of many short memories ranked far below it.
+# With long memories already cut to their passage, rank order (power 0) held the answer more often than
+# any power tried up to 1 on the dev chats (bench/quality/ANSWER_AT_BUDGET.md): a short memory still gets
+# the room a long one ranked above it does not fit in.
 RANK_OFFSET = 4.0
-DENSITY_POWER = 0.5
+DENSITY_POWER = 0.0
 # A passage whose search words are this much inside one item already shown says nothing new.
 CONTAINED = 0.8
-SOURCE_IDS_SHOWN = 2
+# A fact names its first source episode by id (a 24-token id each): more cost context the answer needs.
+SOURCE_IDS_SHOWN = 1
 TOKENS_PER_CANDIDATE = 25  # how many ranked memories a budget is chosen from: budget / this, within limits
 MIN_CANDIDATES = 10
 MAX_CANDIDATES = 100
@@ -152,6 +155,9 @@ def text_payload(items: Sequence[dict[str, Any]], budget: int, omitted: int, rea
     lines: list[str] = []
     for item in items:
         lines.append(item_line(item))
+        if "parts" in item:
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in item["parts"].items())
+            lines.append(f"    relevance {item['relevance']:.2f} of {parts}")
         for src in item.get("sources", []) if isinstance(item.get("sources"), list) else []:
             if isinstance(src, dict):
                 lines.append(safe(f"    from {src['id']} ({src.get('date') or '-'}): "
@@ -159,12 +165,19 @@ def text_payload(items: Sequence[dict[str, Any]], budget: int, omitted: int, rea
     if reason:
         lines.append(f"({reason})")
     elif omitted:
-        lines.append(f"({omitted} more did not fit in {budget} tokens)")
+        lines.append(f"({omitted} more matching memories not shown)")
     return "\n".join(lines)
 
 
 Render = Callable[[Sequence[dict[str, Any]], int, int, str | None], str]
 RENDERERS: dict[str, Render] = {"json": json_payload, "text": text_payload}
+
+
+SHORT_REASON = "max_tokens too small"
+# the smallest whole replies, tried in turn when not even the reason fits (a JSON reply needs 2 tokens)
+BARE_REPLIES: dict[Render, tuple[str, ...]] = {json_payload: ('{"count": 0, "results": []}', "{}"),
+                                                text_payload: ("",)}
+MIN_JSON_BUDGET = 2
 
 
 class Packed(list):
@@ -202,6 +215,8 @@ def pack(hits: Sequence[Hit], query: str, budget: int, render: str = "text", lim
     """Choose among ranked `hits` what fills `budget` tokens of the rendered payload (`render`: "json" or
     "text"), by value per token, at most `limit` of them, shown in rank order; never over the budget."""
     budget = require_budget(budget)
+    if render == "json" and budget < MIN_JSON_BUDGET:
+        raise InvalidInput(f"max_tokens: a JSON reply takes at least {MIN_JSON_BUDGET} tokens, got {budget}")
     renderer = RENDERERS[render]
     cap = max(MIN_PASSAGE_TOKENS, int(budget * PASSAGE_SHARE))
     if not hits:
@@ -250,9 +265,12 @@ def _fitted(hits: list[Hit], items: list[dict[str, Any]], payload: str, budget: 
             reason = f"max_tokens {budget} is too small for any matching memory with the reply around it"
         payload = renderer(items, budget, omitted, reason)
         tokens = count_tokens(payload)
-    if tokens > budget:  # even the empty reply does not fit: the reason alone, cut at a word
-        payload = truncate_to_tokens(payload, budget)
-        tokens = count_tokens(payload)
+    if tokens > budget:  # even the empty reply does not fit: a shorter reason, then the bare reply
+        reason = SHORT_REASON
+        for payload in (renderer([], budget, omitted, reason), *BARE_REPLIES[renderer]):
+            tokens = count_tokens(payload)
+            if tokens <= budget:
+                break
     return Packed(hits, items, payload, tokens, budget, omitted, reason)
 
 
@@ -272,3 +290,16 @@ def _restates(c: _Candidate, chosen: list[_Candidate]) -> bool:
         if len(c.words & other.words) >= CONTAINED * len(c.words):
             return True
     return False
+
+
+def interleaved(first: Sequence[Hit], second: Sequence[Hit]) -> list[Hit]:
+    """Two rankings taken in turn (first, second, first, ...), each memory once: the episodes as said and
+    the facts drawn from them compete for the same budget, neither hidden under the other."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for i in range(max(len(first), len(second))):
+        for ranking in (first, second):
+            if i < len(ranking) and ranking[i].id not in seen:
+                seen.add(ranking[i].id)
+                out.append(ranking[i])
+    return out

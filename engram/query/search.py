@@ -28,7 +28,7 @@ from engram.index.vector_index import (
     unit_signatures,
 )
 from engram.query import answer_order, candidates, matches
-from engram.query.budget import RENDERERS, candidate_count, pack, require_budget
+from engram.query.budget import RENDERERS, candidate_count, interleaved, pack, require_budget
 from engram.query.common import (
     embed_query,
     embedder_of,
@@ -124,9 +124,17 @@ def search_memory(
         if render not in RENDERERS:
             raise InvalidInput(f"render: expected one of {sorted(RENDERERS)}, got {render!r}")
         cap = None if limit is None else require_int(limit, "limit", 1, 100)
-        hits = search_memory(query, search_type, candidate_count(budget, cap), user_id, as_of, settings=settings,
-                             con=con, mode=mode, method=method, include_private=include_private,
-                             include_tags=include_tags, exclude_tags=exclude_tags, kinds=kinds, embedder=embedder)
+        want = candidate_count(budget, cap)
+
+        def ranked(types: str) -> list[Hit]:
+            return search_memory(query, types, want, user_id, as_of, settings=settings, con=con, mode=mode,
+                                 method=method, include_private=include_private, include_tags=include_tags,
+                                 exclude_tags=exclude_tags, kinds=kinds, embedder=embedder)
+
+        if search_type == "both":
+            hits = interleaved(ranked("episodes"), [h for h in ranked("facts") if h.claim_type != "digest"])
+        else:
+            hits = ranked(search_type)
         return pack(hits, query, budget, render, cap, include_sources=include_sources, explain=explain)
     user_id = normalise_user_id(user_id)
     settings = for_tenant(settings, user_id)

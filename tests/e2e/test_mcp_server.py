@@ -14,6 +14,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from engram.query.wordpiece import count_tokens
 from engram.settings import Settings
 from engram.store import db
 
@@ -80,8 +81,12 @@ def test_lists_every_tool_with_bounded_schemas(client: Client) -> None:
     tools = {t.name: t for t in client.list_tools().tools}
     assert set(tools) == {"add_memory", "search_memory", "inner_voice", "inner_voice_retrieve", "ask",
                           "maintenance_ops", "knowledgegraph_moderate", "why", "memory_stats", "detailed_help"}
-    limit = tools["search_memory"].input_schema["properties"]["limit"]
-    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 5)  # default = ENGRAM_TOP_K
+    search = tools["search_memory"].input_schema
+    assert search["properties"]["max_tokens"] == {"type": "integer", "default": 1500}  # = ENGRAM_MAX_TOKENS
+    assert search["properties"]["limit"] == {"type": "integer"}  # bounds in detailed_help, enforced on call
+    assert "method" not in search["properties"] and search["required"] == ["query"]
+    listed = [t.model_dump(by_alias=True, exclude_none=True) for t in tools.values()]
+    assert count_tokens(json.dumps(listed, ensure_ascii=False)) <= 2000  # in every conversation's context
     for t in tools.values():
         assert "user_id" not in t.input_schema["properties"]  # the tenant is fixed by the server
 
@@ -120,6 +125,26 @@ def test_user_id_in_a_record_is_refused_and_other_tenants_stay_invisible(client:
     found = client.ok("search_memory", {"query": "Lisbon vault code", "limit": 10})
     assert found["results"] and all("vault" not in r["text"] for r in found["results"])
     assert client.ok("memory_stats")["totals"]["episodes"] == 3
+
+
+def test_a_search_reply_is_never_over_its_budget_and_shows_a_long_turn_as_its_passage(client: Client) -> None:
+    filler = " ".join(f"Sentence {i} is about the weather and nothing else." for i in range(400))
+    client.ok("add_memory", {"content": filler + " My violin teacher Ines lives in Porto. " + filler,
+                             "role": "assistant", "session_id": "s9"})
+    for budget in (20, 60, 120, 400, 1500, 8000):
+        res = client.call("search_memory", {"query": "violin teacher Ines Porto", "max_tokens": budget})
+        text = res.content[0].text
+        reply = json.loads(text)
+        assert count_tokens(text) <= budget and reply["count"] == len(reply["results"])
+        if budget >= 60:  # below that not even the reason fits: the bare reply {"count": 0, "results": []}
+            assert count_tokens(text) == reply["tokens"] and reply["max_tokens"] == budget
+            assert reply["results"] or reply["reason"]
+    long_turn = next(r for r in reply["results"] if r.get("role") == "assistant")
+    assert "Ines lives in Porto" in long_turn["text"] and long_turn["text"].startswith("…")
+    assert count_tokens(long_turn["text"]) <= 8000 // 4
+    for bad in (0, -5, 1_000_001, "400", True, 2.5):
+        err = client.error("search_memory", {"query": "violin", "max_tokens": bad})
+        assert err["code"] == "invalid_params" and err["message"].startswith("max_tokens:")
 
 
 def test_out_of_range_and_malformed_arguments_are_invalid_params(client: Client) -> None:
@@ -163,8 +188,9 @@ def test_maintenance_why_moderation_and_help(client: Client) -> None:
     overview = client.ok("detailed_help")
     assert len(overview["tools"]) == 10
     helped = client.ok("detailed_help", {"tool": "search_memory"})
-    limit = next(p for p in helped["parameters"] if p["name"] == "limit")
-    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 5)
+    params = {p["name"]: p for p in helped["parameters"]}
+    assert (params["limit"]["minimum"], params["limit"]["maximum"]) == (1, 100)
+    assert params["max_tokens"]["default"] == 1500 and params["method"]["default"] == "hybrid"
     assert helped["example"]["name"] == "search_memory" and helped["help"]
 
 

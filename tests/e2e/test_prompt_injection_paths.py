@@ -52,7 +52,7 @@ def test_context_cli_quotes_memories_outside_the_system_section(settings):
     mems = body["sections"]["memories"]
     evil = next(m for m in mems if m["id"] == "evil")
     assert evil == {"id": "evil", "type": "fact", "date": evil["date"], "text": EVIL}
-    assert evil["date"].startswith("2026-01-01")
+    assert evil["date"].startswith("1 January 2026")
     assert DATA_RULE in body["text"]
     assert read_data_block(body["text"]) == mems
     assert_memory_only_quoted(body["text"], {"evil"})

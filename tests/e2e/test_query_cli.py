@@ -42,12 +42,15 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def test_search_json_is_tenant_scoped(store):
     code, out, _ = invoke("search", "cat named Milo", "--user", "alice", "--json")
     assert code == 0
-    hits = json.loads(out)
-    assert hits and all(h["table"] == "episodes" for h in hits)
+    reply = json.loads(out)
+    hits = reply["results"]
+    assert reply["tokens"] <= reply["max_tokens"] == 1500 and reply["count"] == len(hits)
+    assert hits and all(h["id"].startswith("ep_") for h in hits)
     assert "Milo" in hits[0]["text"]
     assert not any("Bob" in h["text"] for h in hits)
     code, out, _ = invoke("search", "cat named Milo", "--user", "alice", "--method", "lexical", "-k", "1")
-    assert code == 0 and len(out.strip().splitlines()) == 1 and "Milo" in out
+    lines = out.strip().splitlines()
+    assert code == 0 and "Milo" in lines[0] and lines[1:] in ([], ["(1 more matching memories not shown)"])
 
 
 def test_search_bad_input_is_a_typed_error(store):
@@ -73,7 +76,7 @@ def test_inner_voice_saves_a_summary(store, monkeypatch):
     body = json.loads(out)
     assert body["saved_thought_id"] and len(body["sources"]) == 2
     code, out, _ = invoke("search", "Milo", "--user", "alice", "--json", "-k", "10")
-    assert body["saved_thought_id"] in {h["id"] for h in json.loads(out)}
+    assert body["saved_thought_id"] in {h["id"] for h in json.loads(out)["results"]}
 
 
 def test_ask_refuses_without_llm(store):
@@ -94,13 +97,22 @@ def test_context_respects_the_budget(store):
 def test_search_shows_one_readable_line_per_memory_and_explains_its_relevance(store):
     code, out, _ = invoke("search", "grey cat named Milo", "--user", "alice", "--explain")
     assert code == 0
-    first = out.splitlines()[0]
-    relevance, kind, date = first.split()[:3]
-    assert 0.0 <= float(relevance) <= 1.0 and kind == "episode" and date == "2024-01-01"
-    assert first.endswith("I adopted a grey cat named Milo")
-    assert "semantic" in out.splitlines()[1] and "lexical" in out.splitlines()[1]
-    code, out, _ = invoke("search", "grey cat named Milo", "--user", "alice", "--json")
-    hit = json.loads(out)[0]
+    first, second = out.splitlines()[:2]
+    assert first.startswith("1 January 2024  thought  I adopted a grey cat named Milo  [ep_")
+    relevance = float(second.split()[1])
+    assert 0.0 <= relevance <= 1.0 and "semantic" in second and "lexical" in second
+    code, out, _ = invoke("search", "grey cat named Milo", "--user", "alice", "--json", "--explain")
+    hit = json.loads(out)["results"][0]
     assert set(hit["parts"]) == {"semantic", "lexical", "recency", "confidence"}
     assert all(0.0 <= v <= 1.0 for v in hit["parts"].values()) and 0.0 <= hit["relevance"] <= 1.0
-    assert hit["date"].startswith("2024-01-01")
+    assert hit["date"] == "1 January 2024" and hit["type"] == "thought" and hit["content_hash"]
+
+
+def test_search_keeps_to_the_budget_it_is_given(store):
+    code, out, _ = invoke("search", "cat named Milo", "--user", "alice", "--max-tokens", "30")
+    assert code == 0 and out.startswith("(max_tokens 30 is below the smallest matching memory")
+    code, out, _ = invoke("search", "cat named Milo", "--user", "alice", "--max-tokens", "60", "--json")
+    reply = json.loads(out)
+    assert reply["count"] == 0 and reply["reason"] and reply["tokens"] <= 60
+    code, _, err = invoke("search", "cat", "--user", "alice", "--max-tokens", "0")
+    assert code == 2 and "invalid_params" in err and "max_tokens" in err

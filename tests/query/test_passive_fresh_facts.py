@@ -47,7 +47,7 @@ def test_a_quoted_fact_is_dated_when_what_it_states_holds_not_when_the_night_wro
                                 "confidence_at": datetime.now(), "valid_from": said}])
     pre = prefetch_context(["what milk does Lena drink?"], "u1", settings=settings, con=con, k=3)
     out = build_context(["what milk does Lena drink?"], budget=1500, memories=pre)
-    assert [(m["id"], m["date"]) for m in out["sections"]["memories"]] == [("f", "2023-05-07")]
+    assert [(m["id"], m["date"]) for m in out["sections"]["memories"]] == [("f", "7 May 2023")]
 
 
 def _memories(n: int) -> list[dict]:

@@ -57,8 +57,8 @@ def test_a_memory_cannot_close_or_open_the_block(text: str) -> None:
 
 def test_memory_record_carries_provenance() -> None:
     rec = memory_record("f1", "fact", datetime(2026, 1, 2, 3, 4, 5, 678), "Maya is a nurse.")
-    assert rec == {"id": "f1", "type": "fact", "date": "2026-01-02T03:04", "text": "Maya is a nurse."}
-    assert memory_record("f1", "fact", datetime(2026, 1, 2), "Maya is a nurse.")["date"] == "2026-01-02"
+    assert rec == {"id": "f1", "type": "fact", "date": "2 January 2026 03:04", "text": "Maya is a nurse."}
+    assert memory_record("f1", "fact", datetime(2026, 1, 2), "Maya is a nurse.")["date"] == "2 January 2026"
     assert quote_memories([rec]).startswith(DATA_RULE + "\n<<<DATA-")
 
 
