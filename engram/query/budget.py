@@ -165,7 +165,7 @@ def text_payload(items: Sequence[dict[str, Any]], budget: int, omitted: int, rea
     if reason:
         lines.append(f"({reason})")
     elif omitted:
-        lines.append(f"({omitted} more matching memories not shown)")
+        lines.append(f"({omitted} more matching {'memory' if omitted == 1 else 'memories'} not shown)")
     return "\n".join(lines)
 
 

@@ -50,7 +50,7 @@ def test_search_json_is_tenant_scoped(store):
     assert not any("Bob" in h["text"] for h in hits)
     code, out, _ = invoke("search", "cat named Milo", "--user", "alice", "--method", "lexical", "-k", "1")
     lines = out.strip().splitlines()
-    assert code == 0 and "Milo" in lines[0] and lines[1:] in ([], ["(1 more matching memories not shown)"])
+    assert code == 0 and "Milo" in lines[0] and lines[1:] in ([], ["(1 more matching memory not shown)"])
 
 
 def test_search_bad_input_is_a_typed_error(store):
