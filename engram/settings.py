@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     )
 
     # retrieval
-    top_k: int = bounded(5, 1, 50, "Default result count of search_memory.")
+    top_k: int = bounded(5, 1, 50, "Default result count of search_memory called without a budget (Python).")
     max_tokens: int = bounded(
         1500, 1, 1_000_000,
         "Token budget of a read an agent makes (MCP search_memory, engram search): the reply as sent, counted "

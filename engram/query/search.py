@@ -132,7 +132,11 @@ def search_memory(
                                  exclude_tags=exclude_tags, kinds=kinds, embedder=embedder)
 
         if search_type == "both":
-            hits = interleaved(ranked("episodes"), [h for h in ranked("facts") if h.claim_type != "digest"])
+            facts = [h for h in ranked("facts") if h.claim_type != "digest"]
+            # an episode that stated what a fact here now replaces is not shown above it (nor at all: the
+            # fact lists it among its sources)
+            replaced = {src["id"] for h in facts for src in h.sources if src.get("replaced")}
+            hits = interleaved([h for h in ranked("episodes") if h.id not in replaced], facts)
         else:
             hits = ranked(search_type)
         return pack(hits, query, budget, render, cap, include_sources=include_sources, explain=explain)
