@@ -58,7 +58,7 @@ def test_human_output_escapes_control_characters(evil_store, args) -> None:
 
 def test_json_output_keeps_memory_text_exact(evil_store) -> None:
     code, out, _ = invoke("search", "Milo cat tuna", "--user", U, "--method", "lexical", "--json")
-    assert code == 0 and json.loads(out)[0]["text"] == EVIL
+    assert code == 0 and json.loads(out)["results"][0]["text"] == EVIL
     code, out, _ = invoke("claim", "show", "c1", "--user", U, "--json")
     assert code == 0 and json.loads(out)["text"] == EVIL
 

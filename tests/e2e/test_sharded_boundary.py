@@ -99,7 +99,7 @@ def test_cli_per_tenant_on_two_shards(sharded: Settings, tmp_path) -> None:
     assert cli("ingest", str(src))["inserted"] == 2
     for u, other in ((a, b), (b, a)):
         assert stored(sharded, u, "select user_id from episodes") == [(u,)]  # the other tenant is not here
-        hits = cli("search", "bees roof", "--user", u)
+        hits = cli("search", "bees roof", "--user", u)["results"]
         assert [h["text"] for h in hits] == [f"{u} keeps bees on the {'north' if u == a else 'south'} roof"]
         assert {r["user_id"] for r in cli("stats", "--user", u)} == {u}
         with db.open_store(for_tenant(sharded, u)) as con:

@@ -54,7 +54,7 @@ def test_query_functions_and_cli_use_the_normalised_tenant(settings, tmp_path) -
         search_memory("green tea", user_id="alice\x00", method="lexical", settings=settings)
     runner = CliRunner()
     res = runner.invoke(app, ["search", "green tea", "--user", "alice ", "--method", "lexical", "--json"])
-    assert res.exit_code == 0 and json.loads(res.stdout)[0]["text"] == "green tea every morning"
+    assert res.exit_code == 0 and json.loads(res.stdout)["results"][0]["text"] == "green tea every morning"
     res = runner.invoke(app, ["claim", "list", "--user", "al\x1bice"])
     assert res.exit_code == 2 and "user_id: contains a control character" in res.stderr
 
