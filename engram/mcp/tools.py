@@ -255,6 +255,7 @@ def _retrieve_schema(s: Settings) -> dict[str, Any]:
     return _obj({
         "query": _text("What to look for."),
         "top_k": _int("Snippets to return.", 1, 50, s.retrieve_top_k),
+        "max_tokens": _int("Token budget of this reply.", 1, 1_000_000, s.max_tokens),
         "floor": _unit("Similarity floor (default: adaptive, never below ENGRAM_MIN_FLOOR)."),
         "mix": _unit("Share of slots given to the knowledge graph.", s.inner_voice_mix),
         "include_private": _bool("Also return private rows.", False),
@@ -270,7 +271,7 @@ def _retrieve(ctx: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
         raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
     return retrieve(a["query"], a["top_k"], a.get("floor"), a["mix"], a["include_private"],
                     a.get("include_tags"), a.get("exclude_tags"), user_id=ctx.user_id, settings=ctx.settings,
-                    embedder=ctx.embedder())
+                    embedder=ctx.embedder(), max_tokens=a["max_tokens"])
 
 
 def _ask_schema(s: Settings) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from contextlib import nullcontext
@@ -11,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from engram import clock
-from engram.errors import EngramError, FeatureDisabled, StoreError
+from engram.errors import EngramError, FeatureDisabled, InvalidInput, StoreError
 from engram.index.blas import single_threaded
 from engram.index.published import PUBLISHED
 from engram.index.vector_index import CACHE, PendingFill
 from engram.query import candidates
+from engram.query.budget import require_budget
 from engram.query.common import (
     embed_query,
     require_int,
@@ -24,6 +26,7 @@ from engram.query.common import (
     require_unit,
 )
 from engram.query.snippets import cut_at_sentence, matching_passage, trust_tier
+from engram.query.wordpiece import count_tokens
 from engram.settings import Settings
 from engram.store import db
 from engram.store.sharding import for_tenant
@@ -63,8 +66,10 @@ def retrieve(
     settings: Settings,
     con: db.Connection | None = None,
     embedder: Any = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """Snippets {id, table, source_type, origin, trust_tier, ...} and diagnostics for the query."""
+    """Snippets {id, table, source_type, origin, trust_tier, ...} and diagnostics for the query; with
+    `max_tokens`, the best that fit that many tokens of the result as JSON (the MCP reply's text)."""
     started = time.perf_counter()
     if not settings.enable_inner_voice:
         raise FeatureDisabled("retrieve is disabled: set ENGRAM_ENABLE_INNER_VOICE=true to enable it")
@@ -75,6 +80,8 @@ def retrieve(
     mix = require_unit(settings.inner_voice_mix if mix is None else mix, "mix")
     if floor is not None:
         floor = require_unit(floor, "floor")
+    if max_tokens is not None:
+        max_tokens = require_budget(max_tokens)
     filters = candidates.Filters(
         user_id=user_id, now=clock.now(), include_private=bool(include_private),
         include_tags=tuple(require_tags(include_tags, "include_tags")),
@@ -89,13 +96,30 @@ def retrieve(
                 pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
         else:
             pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)
-        return _assemble(pools, top_k, floor, mix, settings, embedder, started, query)
+        result = _assemble(pools, top_k, floor, mix, settings, embedder, started, query)
     except EngramError:
         raise
     except Exception as exc:
         if type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb"):
             raise StoreError(f"retrieve: store query failed: {type(exc).__name__}") from exc
         raise EngramError(f"retrieve: unexpected {type(exc).__name__}") from exc
+    return result if max_tokens is None else within_budget(result, max_tokens)
+
+
+def within_budget(result: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The result with its last snippets left out until its JSON text fits `max_tokens` (diagnostics say
+    how many were left out); an error naming max_tokens when the diagnostics alone do not fit."""
+    snippets, diag = list(result["snippets"]), dict(result["diagnostics"])
+    while True:
+        out = {"snippets": snippets, "diagnostics": diag}
+        tokens = count_tokens(json.dumps(out, ensure_ascii=False))
+        if tokens <= max_tokens:
+            return out
+        if not snippets:
+            raise InvalidInput(f"max_tokens: the reply's diagnostics alone take {tokens} tokens, got {max_tokens}")
+        snippets.pop()
+        diag.update(k_ret=len(snippets), omitted_for_budget=diag.get("omitted_for_budget", 0) + 1,
+                    no_results=not snippets, reason=diag["reason"] if snippets else "max_tokens")
 
 
 def _fetch_sources(

@@ -158,3 +158,22 @@ def test_invalid_params(on, con, kwargs, field):
     with pytest.raises(InvalidInput, match=field) as err:
         retrieve(user_id="u1", settings=on, con=con, **args)
     assert err.value.code == "invalid_params"
+
+
+def test_a_budget_leaves_out_the_last_snippets_until_the_reply_fits(on, con):
+    import json
+
+    from engram.query.wordpiece import count_tokens
+
+    seed_topic(on, con)
+    whole = retrieve(TOPIC, top_k=10, floor=0.0, user_id="u1", settings=on, con=con)
+    out = retrieve(TOPIC, top_k=10, floor=0.0, user_id="u1", settings=on, con=con, max_tokens=600)
+    assert count_tokens(json.dumps(out, ensure_ascii=False)) <= 600 < count_tokens(json.dumps(whole))
+    kept = [s["id"] for s in out["snippets"]]
+    assert kept and kept == [s["id"] for s in whole["snippets"]][:len(kept)]
+    d = out["diagnostics"]
+    assert d["k_ret"] == len(kept) and d["omitted_for_budget"] == 10 - len(kept)
+    with pytest.raises(InvalidInput, match="^max_tokens: the reply's diagnostics alone"):
+        retrieve(TOPIC, top_k=10, floor=0.0, user_id="u1", settings=on, con=con, max_tokens=20)
+    with pytest.raises(InvalidInput, match="^max_tokens:"):
+        retrieve(TOPIC, user_id="u1", settings=on, con=con, max_tokens=0)
