@@ -303,3 +303,21 @@ def interleaved(first: Sequence[Hit], second: Sequence[Hit]) -> list[Hit]:
                 seen.add(ranking[i].id)
                 out.append(ranking[i])
     return out
+
+
+def below_replacements(hits: Sequence[Hit]) -> list[Hit]:
+    """The ranking with each episode that stated what a fact here now replaces moved to just below that
+    fact and labelled superseded: an old value is never shown above its replacement."""
+    replaced_by = {src["id"]: h.id for h in hits if h.table == "facts"
+                   for src in h.sources if src.get("replaced")}
+    moved = [h for h in hits if h.table == "episodes" and h.id in replaced_by]
+    out: list[Hit] = []
+    for h in hits:
+        if h.table == "episodes" and h.id in replaced_by:
+            continue
+        out.append(h)
+        for ep in moved:
+            if replaced_by[ep.id] == h.id:
+                ep.status = "superseded"
+                out.append(ep)
+    return out

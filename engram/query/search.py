@@ -28,7 +28,7 @@ from engram.index.vector_index import (
     unit_signatures,
 )
 from engram.query import answer_order, candidates, matches
-from engram.query.budget import RENDERERS, candidate_count, interleaved, pack, require_budget
+from engram.query.budget import RENDERERS, below_replacements, candidate_count, interleaved, pack, require_budget
 from engram.query.common import (
     embed_query,
     embedder_of,
@@ -132,11 +132,8 @@ def search_memory(
                                  exclude_tags=exclude_tags, kinds=kinds, embedder=embedder)
 
         if search_type == "both":
-            facts = [h for h in ranked("facts") if h.claim_type != "digest"]
-            # an episode that stated what a fact here now replaces is not shown above it (nor at all: the
-            # fact lists it among its sources)
-            replaced = {src["id"] for h in facts for src in h.sources if src.get("replaced")}
-            hits = interleaved([h for h in ranked("episodes") if h.id not in replaced], facts)
+            hits = below_replacements(interleaved(ranked("episodes"),
+                                                  [h for h in ranked("facts") if h.claim_type != "digest"]))
         else:
             hits = ranked(search_type)
         return pack(hits, query, budget, render, cap, include_sources=include_sources, explain=explain)

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from engram.errors import InvalidInput
-from engram.query.budget import candidate_count, interleaved, pack, require_budget
+from engram.query.budget import below_replacements, candidate_count, interleaved, pack, require_budget
 from engram.query.hits import Hit
 from engram.query.snippets import passage_within
 from engram.query.wordpiece import count_tokens
@@ -119,3 +119,14 @@ def test_a_passage_never_cuts_a_word_and_marks_what_it_left_out() -> None:
     one_long = "word " * 400
     cut = passage_within(one_long, "word", 15)
     assert count_tokens(cut) <= 15 and all(w in ("word", "…") for w in cut.replace("…", " … ").split())
+
+
+def test_an_episode_a_fact_replaced_is_moved_below_it_and_labelled() -> None:
+    old = hit("ep_old", "I drink my coffee black every morning.", "episodes")
+    new = hit("fct_tea2", "The user only drinks green tea now.", claim_type="fact",
+              sources=[{"id": "ep_new", "created_at": None, "text": "Green tea only now."},
+                       {"id": "ep_old", "created_at": None, "text": old.text, "replaced": True}])
+    other = hit("fct_x", "The user runs.", claim_type="fact")
+    assert [h.id for h in below_replacements([old, other, new])] == ["fct_x", "fct_tea2", "ep_old"]
+    assert old.status == "superseded"
+    assert pack([new, old], "coffee", 400, "json").items[-1]["status"] == "superseded"
