@@ -49,12 +49,16 @@ def matching_passage(text: str, query: str) -> tuple[int, int] | None:
     cut = spans(text)
     if len(cut) < 2:
         return None
+    return cut[_best_span(text, cut, query)]
+
+
+def _best_span(text: str, cut: list[tuple[int, int]], query: str) -> int:
+    """Index of the span sharing most of the query's words (BM25 among the spans); the first when none does."""
     scores = BM25([tokenize(text[s:e]) for s, e in cut]).score(tokenize(query))
-    best = int(scores.argmax()) if scores.size and scores.max() > 0 else 0
-    return cut[best]
+    return int(scores.argmax()) if scores.size and scores.max() > 0 else 0
 
 
-_UNIT = re.compile(r"[^\n]*?(?:[.!?][\"')\]]*(?=\s)|\n|$)")
+_UNIT = re.compile(r"[^\n]*?(?:" + _SENTENCE_END.pattern + "|$)")  # a sentence or a line, up to its end
 
 
 def _units(text: str) -> list[tuple[int, int]]:
@@ -81,8 +85,7 @@ def passage_within(text: str, query: str, max_tokens: int) -> str:
     units = _units(text)
     if not units or max_tokens < 2:
         return ""
-    scores = BM25([tokenize(text[s:e]) for s, e in units]).score(tokenize(query))
-    best = int(scores.argmax()) if scores.size and scores.max() > 0 else 0
+    best = _best_span(text, units, query)
     room = max_tokens - 2  # the two ellipses
     # units are cut at white space, so a run of them costs the sum of their counts; only the units the
     # passage may reach are counted (a long reply is tokenized near its match, not whole)

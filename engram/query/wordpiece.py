@@ -24,13 +24,6 @@ def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
-def count_each(texts: list[str]) -> list[int]:
-    """WordPiece tokens of each text, encoded in one batch."""
-    if not texts:
-        return []
-    return [len(e.ids) for e in _tokenizer().encode_batch(texts, add_special_tokens=False)]
-
-
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of text with at most max_tokens tokens (cut at a token boundary)."""
     if max_tokens <= 0 or not text:
