@@ -198,6 +198,22 @@ class Settings(BaseSettings):
     mcp_user_id: str | None = Field(
         None, description="Tenant (user_id) the MCP server is bound to when `engram mcp` gets no --user."
     )
+    mcp_token: SecretStr | None = Field(
+        None, description="Bearer token an MCP host must send to `engram mcp --http` (default: generated at first "
+        "start into a 0600 file beside the store, <db_path>.mcp-token).")
+    mcp_allowed_origins: str = Field(
+        "", description="Browser Origins (comma-separated, e.g. http://localhost:3000) `engram mcp --http` accepts; "
+        "a request with any other Origin header is refused (empty = none: only hosts that send no Origin).")
+    mcp_request_timeout_s: float = bounded(
+        30.0, 1.0, 3600.0, "Seconds `engram mcp --http` waits for a request's headers and body before it closes "
+        "the connection.")
+
+    # ad hoc SQL (engram sql)
+    sql_timeout_s: float = bounded(
+        60.0, 0.1, 86_400.0, "Seconds one `engram sql` statement may run before it is interrupted.")
+    sql_memory_limit: str = Field(
+        "2GB", description="DuckDB memory_limit of `engram sql` (e.g. 512MB, 4GB); a query that needs more fails "
+        "with an out-of-memory error instead of taking the machine's memory.")
 
     # logging
     log_file: Path | None = Field(
