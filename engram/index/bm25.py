@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engram.text.tokens import MAX_SEARCH_TOKEN_CHARS
+
 K1, B = 1.2, 0.75
 # Each posting's document length, beside bm25_docs: BM25 reads it in order instead of gathering each
 # document's norm.
@@ -28,7 +30,7 @@ def postings(docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None)
                 "bm25_docs": np.zeros(0, np.int32), "bm25_tfs": np.zeros(0, np.float32), "bm25_lengths": lengths,
                 POSTING_LENGTHS: np.zeros(0, np.float32), ROW_FIRST: row_first}
     doc_of = np.repeat(np.arange(len(docs), dtype=np.int64), lengths.astype(np.int64))
-    terms, term_id = np.unique(np.array(flat), return_inverse=True)
+    terms, term_id = _term_ids(flat)
     pair, tf = np.unique(term_id.astype(np.int64) * len(docs) + doc_of, return_counts=True)
     tid, doc = pair // len(docs), pair % len(docs)
     offsets = np.zeros(len(terms) + 1, np.int64)
@@ -36,6 +38,26 @@ def postings(docs: Sequence[Sequence[str]], row_first: np.ndarray | None = None)
     return {"bm25_terms": terms, "bm25_offsets": offsets, "bm25_docs": doc.astype(np.int32),
             "bm25_tfs": tf.astype(np.float32), "bm25_lengths": lengths, POSTING_LENGTHS: lengths[doc],
             ROW_FIRST: row_first}
+
+
+def bounded_term(term: str) -> str:
+    """The term as the index holds it: cut to MAX_SEARCH_TOKEN_CHARS characters."""
+    return term if len(term) <= MAX_SEARCH_TOKEN_CHARS else term[:MAX_SEARCH_TOKEN_CHARS]
+
+
+def _term_ids(flat: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct terms, each token's index into them): memory per token is one integer, and the
+    terms' fixed-width array is sized by the distinct terms only (a numpy string array of every token is
+    as wide as the longest one, for every token); a term is at most MAX_SEARCH_TOKEN_CHARS wide, as the
+    search tokenizer cuts it."""
+    vocab: dict[str, int] = {}
+    first_seen = np.fromiter((vocab.setdefault(bounded_term(t), len(vocab)) for t in flat), dtype=np.int64,
+                             count=len(flat))
+    distinct = np.array(list(vocab))
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return distinct[order], rank[first_seen]
 
 
 def _row_first(n_docs: int, row_first: np.ndarray | None) -> np.ndarray:
@@ -64,6 +86,7 @@ class Postings:
 
     def hit(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(doc ids, term frequencies, the docs' lengths) of one term."""
+        term = bounded_term(term)
         i = int(np.searchsorted(self.terms, term))
         if i >= len(self.terms) or self.terms[i] != term:
             return np.zeros(0, np.intp), np.zeros(0, np.float32), np.zeros(0, np.float32)

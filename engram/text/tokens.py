@@ -44,9 +44,17 @@ def snowball_stem(word: str) -> str:
     return _snowball.stemWord(word)
 
 
+# A longer "word" is a base64 blob, a minified file or a degenerate model output, not a word: it is cut to
+# its first MAX_SEARCH_TOKEN_CHARS characters (unstemmed), so no index, cache or array is sized by it. A
+# query holding the same blob is cut the same way and still finds it.
+MAX_SEARCH_TOKEN_CHARS = 40
+
+
 def tokenize(text: str) -> list[str]:
-    """Search tokens: lowercased word stems without stopwords (Snowball English)."""
-    return [snowball_stem(w) for w in _SEARCH_WORD.findall(text.lower()) if w not in SEARCH_STOPWORDS]
+    """Search tokens: lowercased word stems without stopwords (Snowball English); an overlong word is cut
+    to MAX_SEARCH_TOKEN_CHARS characters."""
+    return [snowball_stem(w) if len(w) <= MAX_SEARCH_TOKEN_CHARS else w[:MAX_SEARCH_TOKEN_CHARS]
+            for w in _SEARCH_WORD.findall(text.lower()) if w not in SEARCH_STOPWORDS]
 
 
 # ---------------------------------------------------------------- statement words
