@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 from engram.text.counts import counts
+from engram.text.tokens import KEPT_TEXT_MAX
 
 COUNT = "count"
 CLOCK = "clock"
@@ -53,10 +54,18 @@ def expected(question: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1 << 14)
 def states(text: str, kind: str) -> bool:
     """Whether `text` states a value of `kind`: a time of day, or a count (engram.text.counts: a number that
     is no date, time of day, year or version; or a number in words)."""
+    return _states(text, kind) if len(text) <= KEPT_TEXT_MAX else _read_states(text, kind)
+
+
+@lru_cache(maxsize=1 << 14)  # short texts only: a cache of pages would hold megabytes
+def _states(text: str, kind: str) -> bool:
+    return _read_states(text, kind)
+
+
+def _read_states(text: str, kind: str) -> bool:
     if kind == CLOCK:
         return _CLOCK_TIME.search(text) is not None
     return bool(counts(text)) or _NUMBER_WORDS.search(text) is not None or _AMOUNT_OR_RANGE.search(text) is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import calendar
 import re
-from functools import lru_cache
 from typing import NamedTuple
 
 from engram.text.tokens import (
@@ -139,7 +138,7 @@ NEGATION_IDIOMS = re.compile(
 )
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
+@kept_per_text(TEXT_CACHE_SIZE)
 def _negations(text: str) -> int:
     low = NEGATION_IDIOMS.sub(" ", text.lower().replace("\u2019", "'"))
     tokens = word_tuple(low)
@@ -158,7 +157,7 @@ SHARED_FOR_VALUE = 0.5  # share of content words two statements need in common t
 NAME_SWAP_MAX_WORDS = 3  # a name swap changes a slot, not the sentence: at most this many words differ
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
+@kept_per_text(TEXT_CACHE_SIZE)
 def names(text: str) -> frozenset[str]:
     """Capitalised words past the first (names), lowercased (cached)."""
     first = _TOKEN.search(text)

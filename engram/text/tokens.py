@@ -89,7 +89,7 @@ def words(text: str) -> list[str]:
     return list(word_tuple(text))
 
 
-@lru_cache(maxsize=TEXT_CACHE_SIZE)
+@kept_per_text(TEXT_CACHE_SIZE)
 def word_tuple(text: str) -> tuple[str, ...]:
     """Lowercased word tokens, as a tuple (cached)."""
     return tuple(_WORD.findall(text.lower().replace("\u2019", "'")))
