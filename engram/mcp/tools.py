@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput, StoreError
+from engram.errors import EmbedderUnavailable, FeatureDisabled, InvalidInput
 from engram.settings import Settings
 from engram.store import db
 from engram.store.ingest import KINDS, MAX_CONTENT_CHARS, ORIGINS, VISIBILITIES
@@ -169,7 +169,6 @@ def _add_memory_schema(settings: Settings) -> dict[str, Any]:
 
 
 def _add_memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    from engram.embed.queue import drain
     from engram.store.ingest import add_episodes
 
     episodes = args.pop("episodes", None)
@@ -180,19 +179,27 @@ def _add_memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
             raise InvalidInput("content: required (or give episodes)")
         episodes = [{k: v for k, v in args.items() if k in _EPISODE_FIELDS}]
     records = [{**{k: v for k, v in e.items() if v is not None}, "user_id": ctx.user_id} for e in episodes]
-    result = add_episodes(records, ctx.settings, user_id=ctx.user_id)
-    out: dict[str, Any] = {"received": result.received, "inserted": result.inserted, "queued": result.queued,
-                           "duplicates": result.duplicates, "ids": result.ids, "embedded": 0}
-    if result.queued:  # the store is held (the night): the worker or the night embeds them; never wait
-        return out
+    out: dict[str, Any] = {}
+    vectors, model = _own_vectors(ctx, records, out)
+    result = add_episodes(records, ctx.settings, user_id=ctx.user_id, embeddings=vectors, embedding_model=model)
+    stored = result.inserted + result.queued
+    return {"received": result.received, "inserted": result.inserted, "queued": result.queued,
+            "duplicates": result.duplicates, "ids": result.ids, "embedded": stored if vectors is not None else 0,
+            **out}
+
+
+def _own_vectors(ctx: ToolContext, records: list[dict[str, Any]], out: dict[str, Any]) -> tuple[Any, str | None]:
+    """Vectors of this write's own texts when it holds at most settings.embed_on_write of them; never the
+    tenant's backlog (the embedding worker's job). A failing embedder leaves them to the queue, with a
+    warning in `out`."""
+    if not records or len(records) > ctx.settings.embed_on_write:
+        return None, None
     try:
-        out["embedded"] = drain(db.no_wait(ctx.settings), ctx.embedder(), "episodes", ctx.user_id)
+        embedder = ctx.embedder()
+        return embedder.embed([str(r.get("content", "")) for r in records]), embedder.model
     except EmbedderUnavailable as exc:  # the rows are stored; they stay queued for `engram embed`
         out["warning"] = {"code": exc.code, "message": f"stored but not embedded yet: {exc}"}
-    except StoreError as exc:
-        if not db.is_lock_timeout(exc):  # held again since the write: the worker embeds them
-            raise
-    return out
+        return None, None
 
 
 # ---- search_memory
@@ -428,8 +435,9 @@ TOOLS: list[ToolSpec] = [
         "Appends raw episodes for your user. They are searchable at once (episodes) and become consolidated "
         "facts after the nightly run. Give `content` (plus optional role, session_id, created_at, kind, origin, "
         "visibility, is_private, tags, metadata) or `episodes` (a list of such objects). Returns the ids, how "
-        "many were inserted, how many were duplicates (same text and time) and how many were embedded. If the "
-        "embedder is down the rows are still stored and a warning with code embedder_unavailable is returned.",
+        "many were inserted, how many were duplicates (same text and time) and how many were embedded (a write "
+        "of up to ENGRAM_EMBED_ON_WRITE episodes, 16 by default, is embedded with them; a larger one, and any "
+        "backlog, by the embedding worker: a write never waits for others' rows). If the embedder is down the rows are still stored and a warning with code embedder_unavailable is returned.",
         _add_memory_schema, _add_memory,
         {"content": "I moved to Lisbon in March and started learning Portuguese.", "role": "user",
          "session_id": "s1"},
