@@ -47,3 +47,15 @@ class StoreMissing(StoreError):
     """No store at the configured path: only init, ingest and demo create one."""
 
     code = "no_store"
+
+
+class DiskFull(StoreError):
+    """A write found no space left (or the quota used up); the message names the path, nothing was half-written."""
+
+    code = "disk_full"
+
+
+class InboxCorrupt(StoreError):
+    """An inbox file cannot be read (truncated, damaged, of another schema): the message names it."""
+
+    code = "inbox_corrupt"

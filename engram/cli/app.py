@@ -169,10 +169,14 @@ def embed(
     poll_s: Annotated[float | None, typer.Option("--poll-s", help="With --watch: seconds between passes "
                                                  "(default ENGRAM_EMBED_POLL_S).")] = None,
 ) -> None:
-    """Embed every episode and fact waiting in the queue (--watch: keep doing it)."""
+    """Embed every episode and fact waiting in the queue (--watch: keep doing it).
+
+    Episodes waiting in the inbox are folded in first. An inbox segment that cannot be read is quarantined
+    and the rest goes on; the command then exits 1 naming it (refused records are counted, exit 0)."""
     from engram import embed as embedders
     from engram.cli.progress import progress
     from engram.embed.queue import drain
+    from engram.store.inbox_report import collect
     from engram.store.sharding import stores_for
 
     if watch:
@@ -182,14 +186,24 @@ def embed(
 
         fail(InvalidInput("--poll-s needs --watch"))
     s = settings_or_exit()
+    collect()  # only this command's notices
     try:
         embedder = embedders.from_settings(s)
         with progress("embedding") as advance:
             n = sum(drain(shard, embedder, table, user, progress=advance)
                     for shard in stores_for(s, user) for table in ("episodes", "facts"))
     except EngramError as exc:
+        for notice in collect().notices:  # what was set aside before the error
+            echo(notice.line(), err=True)
         fail(exc)
-    echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim})")
+    report = collect()
+    refused = f"; {report.rejected} inbox record(s) refused" if report.rejected else ""
+    quarantined = f"; {report.quarantined} inbox segment(s) quarantined" if report.quarantined else ""
+    echo(f"embedded {n} row(s) with {embedder.provider}/{embedder.model} (dim {embedder.dim}){refused}{quarantined}")
+    for line in report.lines():
+        echo(line, err=True)
+    if report.failed:
+        raise typer.Exit(1)
 
 
 def _embed_watch(user: str | None, poll_s: float | None) -> None:

@@ -59,14 +59,19 @@ def register(app: typer.Typer) -> None:
         stage: Annotated[list[str] | None, typer.Option(help="Run only these stages (repeatable).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
-        """Run the nightly consolidation flow now (Prefect, in-process)."""
+        """Run the nightly consolidation flow now (Prefect, in-process).
+
+        An inbox segment the run's fold cannot read is quarantined and every other tenant goes on; the
+        command then exits 1 naming it."""
         from engram import clock
         from engram.consolidate.report import changes_markdown, run_report_markdown
         from engram.consolidate.runner import choose_stages, failed_tenants
+        from engram.store.inbox_report import collect
         from engram.store.presence import require_store
         from engram.store.tenant_hint import unknown_tenant_hint
 
         s = settings_or_exit()
+        collect()  # only this run's notices
         try:
             if as_of is not None:  # an as_of the run cannot compute with is one line, before anything runs
                 as_of = clock.run_as_of(as_of)
@@ -81,8 +86,9 @@ def register(app: typer.Typer) -> None:
             require_store(s)  # removed during the run, after its last open: its results are gone with it
         except EngramError as exc:
             fail(exc)
+        inbox = collect()  # what the run's folds set aside: named, and the night is not done
         if as_json:
-            emit(result, True)
+            emit({**result, "inbox": inbox.counts()}, True)
         else:
             echo(run_report_markdown(result["run_id"], datetime.fromisoformat(result["as_of"]),
                                      result["dry_run"], result["tenants"]))
@@ -90,7 +96,11 @@ def register(app: typer.Typer) -> None:
             if changes:
                 echo(changes)
             echo(snapshot_line(result.get("snapshot")))
+        for line in inbox.lines():
+            echo(line, err=True)
         failed = sorted(failed_tenants(result["tenants"]))
+        if inbox.failed and not failed:
+            raise typer.Exit(1)
         if failed:  # the report says which stage; the exit status tells a scheduler the night is not done
             echo(f"error [tenant_failed]: {len(failed)} tenant(s) failed (their runs rows name the stage; "
                  "the next run retries)", err=True)

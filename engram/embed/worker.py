@@ -6,7 +6,8 @@ skipped for this pass after a short wait (LOCK_WAIT_S, not the 30 s a writer wai
 at the next one; meanwhile the worker embeds the inbox beside the store, in few model runs. (A pass
 that tried a store found held once, without the wait, saved CPU but lost acknowledged records under
 kill -9 in bench/perf/inbox_kills.py, for a cause not found: keep the wait.) Logs carry counts and
-store paths, never memory text.
+store paths, never memory text. An inbox segment the fold cannot read is quarantined and the pass goes
+on (engram.store.fold); the worker logs each such notice once and keeps running.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from engram.embed.models import Embedder
 from engram.embed.queue import drain_tables
 from engram.index.writer import write_tenant
 from engram.settings import Settings
-from engram.store import db, inbox
+from engram.store import db, inbox, inbox_notices
 from engram.store.sharding import all_shard_settings
 from engram.store.vectors import l2_normalize, validate_vectors
 
@@ -75,9 +76,10 @@ def republish_inbox(settings: Settings, embedder: Embedder) -> int:
     done = 0
     for user in inbox.tenants(settings):
         covered = inbox.folded_stems(settings, user)  # listed before the index reads the store
+        missed = inbox.unjournaled(settings, user)  # a direct write stored rows the journal lacks
         waiting = sum(t.num_rows for seg in inbox.segments(settings, user)
                       if seg.stem in covered and (t := inbox.read(seg)) is not None)
-        if waiting < settings.inbox_publish_rows:
+        if waiting < settings.inbox_publish_rows and not missed:
             continue
         with db.open_store_if_free(settings) as con:
             if con is None:
@@ -85,6 +87,8 @@ def republish_inbox(settings: Settings, embedder: Embedder) -> int:
             written = write_tenant(settings, con, user, embedder.model, embedder.dim, tables=("episodes",))
         if written["episodes"].get("written"):
             inbox.remove(settings, user, covered)
+            if missed:
+                inbox.clear_unjournaled(settings, user)
             done += 1
     return done
 
@@ -152,8 +156,13 @@ def watch(
     totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0, "passes": 0}
     start = time.monotonic()
     was_locked = False
+    told: set[tuple[str, str]] = set()
     while True:
         counts = run_pass(settings, embedder)
+        for notice in inbox_notices.take():  # a quarantined segment, refused records: once each
+            if (notice.kind, notice.path) not in told:
+                told.add((notice.kind, notice.path))
+                logger.warning("embedding worker: %s", notice.line())
         totals["passes"] += 1
         for key in ("episodes", "facts", "locked", "inbox_embedded", "republished"):
             totals[key] += counts.get(key, 0)

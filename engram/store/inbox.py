@@ -17,9 +17,19 @@ Layout under `<db_path>.inbox/`:
     <tenant key>/<stamp>-<pid>-<rand>.withdrawn      ids marked for removal since: readers drop them
     <tenant key>/rejected/<stem>.jsonl              records a fold refused (an explicit id stored for other
                                                     content), with the reason: kept, never dropped
+    <tenant key>/quarantine/<name>                  a segment the fold could not read (truncated, damaged,
+    <tenant key>/quarantine/<name>.reason.json      of another schema or tenant), moved aside with why and when
+    <tenant key>/UNJOURNALED                        a direct write stored rows it could not journal here: the
+                                                    embedding worker publishes the tenant at its next pass
 
 A segment is written under a temporary name, fsynced and renamed: a reader sees all of it or none, and a
-segment that exists was acknowledged. Folding renames it; the rename is atomic too.
+segment that exists was acknowledged. Folding renames it; the rename is atomic too. A segment carries a
+digest of its main columns in its schema metadata, so a bit flipped on disk is found when it is read.
+
+No single bad file stops the store: a reader skips a segment it cannot read (it moves nothing), and the
+fold quarantines it and goes on with the others (engram.store.inbox_notices tells the command). A tenant
+folder whose USER file is gone gets it back from its segments' rows; one whose USER file is not a user_id
+is skipped, named, until an operator removes that file.
 """
 
 from __future__ import annotations
@@ -35,16 +45,31 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
+import errno
+import logging
+import unicodedata
+
 import numpy as np
 import pyarrow as pa
 
+from engram.errors import DiskFull, InboxCorrupt, StoreError
+from engram.store import inbox_notices
 from engram.store.durable import fsync_dir
+from engram.store.episode_schema import schema_problem
+from engram.store.inbox_notices import Notice
+
+log = logging.getLogger(__name__)
 
 FOLDED = ".folded.arrow"
 PENDING = ".arrow"
 USER_FILE = "USER"
 REJECTED = "rejected"
 WITHDRAWN = ".withdrawn"
+QUARANTINE = "quarantine"
+UNJOURNALED = "UNJOURNALED"
+TMP_PREFIX = ".tmp-"
+DIGEST_KEY = b"engram.digest"
+DIGESTED = ("id", "user_id", "content", "created_at", "visibility", "is_private", "metadata")
 _STEM = re.compile(r"^(\d{20}-\d+-[0-9a-f]{8})(\.folded)?\.arrow$")
 
 
@@ -83,24 +108,37 @@ def vectors_suffix(model: str, dim: int) -> str:
 
 
 def _write_durably(path: Path, write: Any) -> None:
-    """Write through a temporary name, fsync, rename into place and fsync the directory."""
-    tmp = path.parent / f".tmp-{path.name}-{secrets.token_hex(4)}"
+    """Write through a temporary name, fsync, rename into place and fsync the directory. A full disk is
+    DiskFull naming the path, with the temporary file removed (nothing half-written is left)."""
+    tmp = path.parent / f"{TMP_PREFIX}{path.name}-{secrets.token_hex(4)}"
     try:
         with open(tmp, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.rename(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
+            raise DiskFull(f"inbox: no space left to write {path} ({exc.strerror}); nothing was written") from exc
         raise
     fsync_dir(path.parent)
+
+
+def _ensure_dir(path: Path) -> None:
+    """mkdir -p, with a full disk as DiskFull naming the folder."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in {errno.ENOSPC, errno.EDQUOT}:
+            raise DiskFull(f"inbox: no space left to create {path} ({exc.strerror})") from exc
+        raise
 
 
 def _ensure_tenant_dir(settings: Any, user_id: str) -> Path:
     path = tenant_dir(settings, user_id)
     if not (path / USER_FILE).exists():
-        path.mkdir(parents=True, exist_ok=True)
+        _ensure_dir(path)
         _write_durably(path / USER_FILE, lambda fh: fh.write(user_id.encode("utf-8")))
         fsync_dir(path.parent)
     return path
@@ -112,9 +150,11 @@ def write_segment(settings: Any, user_id: str, rows: pa.Table, folded: bool = Fa
     stem = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
     target = path / (stem + (FOLDED if folded else PENDING))
 
+    stamped = rows.replace_schema_metadata({**(rows.schema.metadata or {}), DIGEST_KEY: digest(rows).encode()})
+
     def write(fh: Any) -> None:
-        with pa.ipc.new_file(fh, rows.schema) as writer:
-            writer.write_table(rows)
+        with pa.ipc.new_file(fh, stamped.schema) as writer:
+            writer.write_table(stamped)
 
     _write_durably(target, write)
     segment = Segment(target, stem, folded)
@@ -171,6 +211,11 @@ def listing(settings: Any, user_id: str) -> tuple[list[Segment], set[str]]:
     return out, others
 
 
+def is_segment_name(name: str) -> bool:
+    """Whether a file name is a segment's (pending or folded)."""
+    return _STEM.match(name) is not None
+
+
 def _segment(folder: Path, name: re.Match[str]) -> Segment:
     """The Segment of a file name that matched _STEM."""
     return Segment(folder / name.group(0), name.group(1), name.group(2) is not None)
@@ -196,18 +241,86 @@ def forget_listings() -> None:
 
 
 def tenants(settings: Any) -> list[str]:
-    """The user_ids that have an inbox directory in this store's inbox."""
+    """The user_ids that have an inbox directory in this store's inbox.
+
+    A folder whose USER file is gone gets it back from its segments' rows (each row names its tenant,
+    checked against the folder's key); one that cannot be named (no segment says, or a USER file that is
+    not its user_id) is left out, named in a warning and a notice (inbox_notices), never guessed."""
     out = []
     try:
         entries = list(os.scandir(root(settings)))
     except FileNotFoundError:
         return []
     for entry in entries:
-        try:
-            out.append((Path(entry.path) / USER_FILE).read_text(encoding="utf-8"))
-        except (FileNotFoundError, NotADirectoryError):
+        if not entry.is_dir() or entry.name.startswith("."):
             continue
+        user, problem = _tenant_of(Path(entry.path))
+        if user is not None:
+            out.append(user)
+        elif problem is not None:
+            _warn_once(problem[0], "inbox: %s: %s", *problem)
+            inbox_notices.add(Notice("tenant_dir", *problem))
     return sorted(out)
+
+
+def tenant_problems(settings: Any) -> list[tuple[str, str]]:
+    """(path, reason) of every tenant folder of this inbox that cannot be named (see tenants)."""
+    try:
+        entries = [Path(e.path) for e in os.scandir(root(settings)) if e.is_dir() and not e.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+    return sorted(p for folder in entries if (p := _tenant_of(folder)[1]) is not None)
+
+
+def _tenant_of(folder: Path) -> tuple[str | None, tuple[str, str] | None]:
+    """A tenant folder's user_id, or why it has none: (path, reason) to name."""
+    user_file = folder / USER_FILE
+    try:
+        raw = user_file.read_bytes()
+    except FileNotFoundError:
+        return _rebuild_user_file(folder)
+    except OSError as exc:
+        return None, (str(user_file), f"cannot be read: {exc.strerror}")
+    try:
+        user = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, (str(user_file), "not a user_id (not UTF-8 text); remove it and the next fold rebuilds it "
+                                      "from the segments")
+    if (not user.strip() or any(unicodedata.category(c) in {"Cc", "Cs"} for c in user)
+            or tenant_key(user) != folder.name):
+        return None, (str(user_file), "not the user_id of this folder; remove it and the next fold rebuilds it "
+                                      "from the segments")
+    return user, None
+
+
+def _rebuild_user_file(folder: Path) -> tuple[str | None, tuple[str, str] | None]:
+    """The user_id a folder without USER file holds rows of, written back to USER (when the disk lets)."""
+    names = sorted((n for n in _names(folder) if _STEM.match(n)), reverse=True)
+    if not names:
+        return None, None  # nothing acknowledged here: no tenant to name
+    for name in names:
+        try:
+            users = set(load(folder / name).column("user_id").to_pylist())
+        except (InboxCorrupt, OSError):
+            continue
+        if len(users) == 1:
+            user = users.pop()
+            try:
+                _write_durably(folder / USER_FILE, lambda fh, u=user: fh.write(u.encode("utf-8")))
+                log.warning("inbox: %s had no USER file; rebuilt from its segments", folder)
+            except (OSError, StoreError):
+                log.warning("inbox: %s has no USER file and it cannot be written back; read from its segments",
+                            folder)
+            return user, None
+    return None, (str(folder), "no USER file and no readable segment names its tenant; its segments are kept: "
+                               "write the tenant's user_id to USER")
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 class _SegmentCache:
@@ -232,14 +345,13 @@ class _SegmentCache:
         if table is not None:
             return table
         try:
-            with pa.memory_map(str(segment.path)) as source:
-                table = pa.ipc.open_file(source).read_all()
+            table = load(segment.path)
         except FileNotFoundError:  # folded meanwhile (renamed) or deleted by a publish
             other = segment.path.parent / (segment.stem + (PENDING if segment.folded else FOLDED))
-            if not other.exists():
+            try:
+                table = load(other)
+            except FileNotFoundError:
                 return None
-            with pa.memory_map(str(other)) as source:
-                table = pa.ipc.open_file(source).read_all()
         self.put(segment, table)
         return table
 
@@ -248,8 +360,176 @@ CACHE = _SegmentCache()
 
 
 def read(segment: Segment) -> pa.Table | None:
-    """A segment's rows (None when a publish deleted it since it was listed)."""
+    """A segment's rows (None when a publish deleted it since it was listed, or it cannot be read: a reader
+    skips it, with one warning per file, and moves nothing; the fold quarantines it)."""
+    try:
+        return CACHE.read(segment)
+    except InboxCorrupt as exc:
+        _warn_once(str(segment.path), "inbox: skipped a segment that cannot be read: %s", exc)
+        return None
+
+
+def read_checked(segment: Segment) -> pa.Table | None:
+    """A segment's rows (None when a publish deleted it since it was listed); InboxCorrupt naming the file
+    when it cannot be read."""
     return CACHE.read(segment)
+
+
+def load(path: Path) -> pa.Table:
+    """Read a segment file and check it (Arrow structure, UTF-8, schema, digest, tenant); InboxCorrupt
+    naming the file and why, FileNotFoundError when it is gone."""
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        table.validate(full=True)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        reason = "empty file" if _size(path) == 0 else f"not a readable Arrow file: {type(exc).__name__}: {exc}"
+        raise InboxCorrupt(f"inbox segment {path}: {reason[:300]}") from exc
+    problem = schema_problem(table.schema) or _digest_problem(table) or _tenant_problem(table, path.parent.name)
+    if problem:
+        raise InboxCorrupt(f"inbox segment {path}: {problem}")
+    return table
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def digest(table: pa.Table) -> str:
+    """A digest of a segment's main columns (values, nulls and boundaries), kept in its schema metadata."""
+    h = blake2b(digest_size=16)
+    for name in DIGESTED:
+        arr = table.column(name).combine_chunks()
+        h.update(name.encode())
+        h.update(np.asarray(arr.is_null().to_numpy(zero_copy_only=False), np.uint8).tobytes())
+        if pa.types.is_string(arr.type):
+            bufs = arr.buffers()
+            offsets = np.frombuffer(bufs[1], np.int32)[arr.offset: arr.offset + len(arr) + 1] if bufs[1] is not None \
+                else np.zeros(1, np.int32)
+            h.update((offsets - offsets[0]).tobytes())
+            if bufs[2] is not None and len(offsets) > 1:
+                h.update(memoryview(bufs[2])[int(offsets[0]): int(offsets[-1])])
+        else:
+            h.update(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).tobytes())
+    return h.hexdigest()
+
+
+def _digest_problem(table: pa.Table) -> str | None:
+    kept = (table.schema.metadata or {}).get(DIGEST_KEY)
+    if kept is None:  # written before segments carried a digest
+        return None
+    return None if kept.decode("ascii", "replace") == digest(table) else "damaged: its rows do not match their digest"
+
+
+def _tenant_problem(table: pa.Table, key: str) -> str | None:
+    users = set(table.column("user_id").to_pylist())
+    if None in users or any(tenant_key(u) != key for u in users):
+        return "holds rows of another tenant (or without user_id)"
+    return None
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str, *args: Any) -> None:
+    """Log a warning about a file once per process (a worker's passes do not repeat it)."""
+    if key in _WARNED:
+        return
+    if len(_WARNED) > 10_000:
+        _WARNED.clear()
+    _WARNED.add(key)
+    log.warning(message, *args)
+
+
+def quarantine(segment: Segment, reason: str) -> Path:
+    """Move a segment that cannot be read (and its vectors) to the tenant's quarantine folder, beside a
+    `<name>.reason.json` saying why and when; returns where it went. Never deletes it."""
+    folder = segment.path.parent / QUARANTINE
+    _ensure_dir(folder)
+    target = folder / segment.path.name
+    note = {"file": segment.path.name, "reason": reason, "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                        time.gmtime())}
+    _write_durably(folder / f"{segment.path.name}.reason.json",
+                   lambda fh: fh.write(json.dumps(note, indent=1).encode("utf-8")))
+    os.rename(segment.path, target)
+    for extra in segment.path.parent.glob(f"{segment.stem}.*.npy"):
+        os.rename(extra, folder / extra.name)
+    fsync_dir(segment.path.parent)
+    fsync_dir(folder)
+    log.warning("inbox: segment %s quarantined in %s: %s", segment.path.name, folder, reason)
+    inbox_notices.add(Notice("quarantined", str(target), reason))
+    return target
+
+
+def quarantined(settings: Any) -> list[tuple[Path, dict[str, Any]]]:
+    """Every quarantined segment of this store's inbox with its reason file's content."""
+    out = []
+    for reason_file in sorted(root(settings).glob(f"*/{QUARANTINE}/*.reason.json")):
+        try:
+            note = json.loads(reason_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            note = {"reason": "reason file unreadable"}
+        out.append((reason_file.with_name(reason_file.name.removesuffix(".reason.json")), note))
+    return out
+
+
+def rejected_files(settings: Any) -> list[tuple[Path, int]]:
+    """Every file of records a fold refused in this store's inbox, with its record count."""
+    out = []
+    for path in sorted(root(settings).glob(f"*/{REJECTED}/*.jsonl")):
+        try:
+            n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        except (OSError, ValueError):
+            n = 0
+        out.append((path, n))
+    return out
+
+
+def clean_temporaries(settings: Any, user_id: str, older_than_s: float) -> int:
+    """Remove the temporary files (`.tmp-*`) of writers killed mid-write, older than `older_than_s`, from
+    the tenant's folder and its rejected and quarantine folders; returns how many. A live writer's file
+    is seconds old: never touched."""
+    folder = tenant_dir(settings, user_id)
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for place in (folder, folder / REJECTED, folder / QUARANTINE):
+        for tmp in place.glob(f"{TMP_PREFIX}*"):
+            try:
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+                    removed += 1
+            except OSError:  # removed by another cleaner meanwhile
+                continue
+    if removed:
+        log.info("inbox: removed %d temporary file(s) of killed writers in %s", removed, folder)
+    return removed
+
+
+def mark_unjournaled(settings: Any, user_id: str) -> bool:
+    """Record that a direct write stored rows of the tenant without journalling them here (the embedding
+    worker then publishes the tenant); False when even that cannot be written."""
+    try:
+        path = tenant_dir(settings, user_id)
+        _ensure_dir(path)
+        (path / UNJOURNALED).touch()
+        return True
+    except (OSError, StoreError):
+        return False
+
+
+def unjournaled(settings: Any, user_id: str) -> bool:
+    """Whether a direct write of the tenant stored rows the inbox's journal misses."""
+    return (tenant_dir(settings, user_id) / UNJOURNALED).exists()
+
+
+def clear_unjournaled(settings: Any, user_id: str) -> None:
+    """Forget the mark once a publish that read the store after it covers the tenant."""
+    (tenant_dir(settings, user_id) / UNJOURNALED).unlink(missing_ok=True)
 
 
 def mark_folded(segment: Segment) -> Segment:
@@ -286,7 +566,7 @@ def read_vectors(segment: Segment, model: str, dim: int, rows: int) -> np.ndarra
 def write_rejected(segment: Segment, lines: list[str]) -> Path:
     """Keep the records a fold refused, one JSON object per line with its reason."""
     folder = segment.path.parent / REJECTED
-    folder.mkdir(exist_ok=True)
+    _ensure_dir(folder)
     target = folder / f"{segment.stem}.jsonl"
     _write_durably(target, lambda fh: fh.write(("\n".join(lines) + "\n").encode("utf-8")))
     return target

@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import threading
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,10 +20,18 @@ import numpy as np
 import pyarrow as pa
 
 from engram import clock
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, StoreError
 from engram.settings import Settings
 from engram.store import db, inbox
 from engram.store.csv_cells import csv_cells_up_to
+from engram.store.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
 from engram.store.insert import (
     EPISODE_SCHEMA,
     IngestRejected,
@@ -43,8 +52,10 @@ log = logging.getLogger(__name__)
 KINDS = {"turn", "thought", "event"}
 ORIGINS = {"human", "tool", "model"}
 VISIBILITIES = {"private", "project", "global"}
-MAX_CONTENT_CHARS = 1_000_000
-MAX_ID_CHARS = 512
+# characters that show nothing: content made of them alone is empty (format and bidi controls, combining
+# marks, separators, and the filler letters some scripts define)
+_INVISIBLE_CATEGORIES = {"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"}
+_FILLERS = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
 KNOWN_FIELDS = {
     "id", "user_id", "content", "created_at", "session_id", "role", "kind", "origin",
     "tags", "is_private", "visibility", "metadata", "is_summary", "summary_of", "pipeline",
@@ -68,7 +79,10 @@ def _parse_time(value: Any) -> datetime:
     else:
         raise ValueError("expected an ISO-8601 timestamp")
     if dt.tzinfo is not None:
-        dt = dt.astimezone(UTC).replace(tzinfo=None)
+        try:
+            dt = dt.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(f"{value} is out of range in UTC (years 1 to 9999)") from None
     return dt
 
 
@@ -90,6 +104,37 @@ def _parse_tags(value: Any) -> list[str]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise ValueError("expected a list of strings or a comma-separated string")
     return sorted({t.strip() for t in value if t.strip()})
+
+
+def _parse_record_tags(value: Any) -> list[str]:
+    """A record's tags, within MAX_TAGS tags of MAX_TAG_CHARS characters each."""
+    if isinstance(value, (list, tuple)) and len(value) > 4 * MAX_TAGS:  # refused before sorting a huge list
+        raise ValueError(f"more than {MAX_TAGS} tags")
+    tags = _parse_tags(value)
+    if len(tags) > MAX_TAGS:
+        raise ValueError(f"more than {MAX_TAGS} tags ({len(tags)})")
+    long = next((t for t in tags if len(t) > MAX_TAG_CHARS), None)
+    if long is not None:
+        raise ValueError(f"a tag is longer than {MAX_TAG_CHARS} characters ({len(long)})")
+    return tags
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest deeper than `limit` in value (iterative: any depth is safe)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (list, tuple, dict)))
+    return False
+
+
+def _visible(text: str) -> bool:
+    """Whether text shows anything (not only zero-width, combining, bidi or space characters)."""
+    return any(unicodedata.category(ch) not in _INVISIBLE_CATEGORIES and ch not in _FILLERS for ch in text)
 
 
 def _optional_str(value: Any, name: str) -> str | None:
@@ -137,8 +182,10 @@ def validate_record(
     def check(name: str, fn: Any, *args: Any) -> Any:
         try:
             return fn(raw.get(name), *args)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise _FieldError(name, str(exc)) from None
+        except RecursionError:
+            raise _FieldError(name, "nested too deeply") from None
 
     user_id = check("user_id", _optional_str, "user_id") or default_user
     if not user_id or not user_id.strip():
@@ -147,14 +194,17 @@ def validate_record(
     if problem:
         raise _FieldError("user_id", problem)
     user_id = normalise_user_id(user_id)
+    for name, value in raw.items():  # before any walk of the values: a deep one would exhaust the stack
+        if _too_deep(value, MAX_METADATA_DEPTH):
+            raise _FieldError(name, f"nested deeper than {MAX_METADATA_DEPTH} levels")
     for name, value in raw.items():  # pyarrow and DuckDB cannot encode a lone surrogate: name the field
         if _has_surrogate(value):
             raise _FieldError(name, "contains a lone surrogate (not valid Unicode)")
     content = raw.get("content")
     if not isinstance(content, str):
         raise _FieldError("content", f"expected text, got {type(content).__name__}")
-    if not content.strip():
-        raise _FieldError("content", "empty text")
+    if not content.strip() or not _visible(content):
+        raise _FieldError("content", "empty text (nothing visible)")
     if len(content) > MAX_CONTENT_CHARS:
         raise _FieldError("content", f"longer than {MAX_CONTENT_CHARS} characters")
     if "\x00" in content:
@@ -165,10 +215,18 @@ def validate_record(
     created_at = check("created_at", _parse_time) if raw.get("created_at") not in (None, "") else now
     metadata = raw.get("metadata")
     if isinstance(metadata, str) and metadata:
+        if len(metadata.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
+            raise _FieldError("metadata", f"larger than {MAX_METADATA_BYTES} bytes of JSON")
         try:
             metadata = json.loads(metadata)
         except json.JSONDecodeError:
             raise _FieldError("metadata", "not valid JSON") from None
+        except RecursionError:
+            raise _FieldError("metadata", f"nested deeper than {MAX_METADATA_DEPTH} levels") from None
+        except ValueError as exc:  # an integer literal of thousands of digits
+            raise _FieldError("metadata", f"unreadable JSON value: {str(exc).split(':')[0]}") from None
+        if _too_deep(metadata, MAX_METADATA_DEPTH):
+            raise _FieldError("metadata", f"nested deeper than {MAX_METADATA_DEPTH} levels")
     if metadata is not None and metadata != "" and not isinstance(metadata, dict):
         raise _FieldError("metadata", "expected an object")
     is_private = check("is_private", _parse_bool) if raw.get("is_private") is not None else False
@@ -185,7 +243,7 @@ def validate_record(
         origin=check("origin", _choice, ORIGINS, "human"),
         visibility=visibility,
         is_private=is_private or visibility == "private",
-        tags=check("tags", _parse_tags),
+        tags=check("tags", _parse_record_tags),
         content_hash=chash,
         is_summary=check("is_summary", _parse_bool) if raw.get("is_summary") is not None else False,
         summary_of=check("summary_of", _parse_tags) or None,
@@ -233,9 +291,14 @@ def _metadata_json(metadata: dict[str, Any] | None) -> str | None:
     if not metadata:
         return None
     try:  # datetimes (parquet structs) become ISO text; NaN/inf are not JSON
-        return json.dumps(metadata, default=_iso, allow_nan=False)
+        text = json.dumps(metadata, default=_iso, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _FieldError("metadata", f"not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise _FieldError("metadata", f"nested deeper than {MAX_METADATA_DEPTH} levels") from None
+    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise _FieldError("metadata", f"larger than {MAX_METADATA_BYTES} bytes of JSON ({len(text)} characters)")
+    return text
 
 
 def _iso(value: Any) -> str:
@@ -394,8 +457,17 @@ def _queue(settings: Settings, numbered: list[tuple[int, dict[str, Any]]], resul
     by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in unique.values():
         by_user[row["user_id"]].append(row)
-    for user, rows in sorted(by_user.items()):
-        inbox.write_segment(settings, user, pa.Table.from_pylist(rows, schema=EPISODE_SCHEMA))
+    written: list[inbox.Segment] = []
+    try:
+        for user, rows in sorted(by_user.items()):
+            written.append(inbox.write_segment(settings, user, pa.Table.from_pylist(rows, schema=EPISODE_SCHEMA)))
+    except (OSError, StoreError) as exc:
+        # not acknowledged: the tenants' segments already written go too, so the batch is all or nothing
+        for seg in written:
+            seg.path.unlink(missing_ok=True)
+        if isinstance(exc, StoreError):
+            raise
+        raise StoreError(f"inbox: cannot write to {inbox.root(settings)}: {exc}; nothing was queued") from exc
     result.queued = len(unique)
     log.info("store held by another process: %d record(s) queued in the inbox", len(unique))
     return [unique[key]["id"] for key in keys]

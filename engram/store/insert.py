@@ -5,6 +5,7 @@ Shared by ingest (a batch from a caller) and the inbox fold (a segment written w
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,9 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, StoreError
 from engram.settings import Settings
 from engram.store import db, inbox
+from engram.store.episode_schema import EPISODE_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -66,18 +68,6 @@ def record_key(row: Mapping[str, Any]) -> tuple:
     return (row["user_id"], "id", row["id"]) if row["id_given"] else natural_key(row)
 
 
-EPISODE_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()), ("user_id", pa.string()), ("kind", pa.string()), ("role", pa.string()),
-        ("session_id", pa.string()), ("content", pa.string()), ("created_at", pa.timestamp("us")),
-        ("ingested_at", pa.timestamp("us")), ("origin", pa.string()), ("visibility", pa.string()),
-        ("is_private", pa.bool_()), ("tags", pa.list_(pa.string())), ("content_hash", pa.string()),
-        ("embedding", pa.list_(pa.float32())), ("embedding_model", pa.string()),
-        ("embedding_dim", pa.int32()), ("status", pa.string()), ("is_summary", pa.bool_()),
-        ("summary_of", pa.list_(pa.string())), ("pipeline", pa.string()), ("metadata", pa.string()),
-        ("id_given", pa.bool_()),
-    ]
-)
 
 
 def _stored_ids_sharing_a_natural_key(con: db.Connection, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -106,6 +96,19 @@ def distinct_records(
             by_natural.setdefault(natural_key(kept), key)
         keys.append(key)
     return unique, keys
+
+
+log = logging.getLogger(__name__)
+
+
+def _journal_missed(settings: Settings, user: str, n: int, exc: BaseException) -> None:
+    """A committed write whose journal segment could not be written: the rows are stored (the write
+    reports success); only a reader that finds the store held misses them, until the next publish of the
+    tenant, which the mark asks the embedding worker for."""
+    marked = inbox.mark_unjournaled(settings, user)
+    log.warning("write: %d episode(s) stored, but not journalled in the inbox (%s); searches while the store "
+                "is held miss them until the tenant's next publish%s", n, exc,
+                "" if marked else " (the mark asking for it could not be written either)")
 
 
 def insert_rows(
@@ -142,7 +145,10 @@ def insert_rows(
                                         pa.bool_()))
         for user in sorted(set(written.column("user_id").to_pylist())):
             rows = written.filter(pc.equal(written["user_id"], user))
-            inbox.write_segment(journal, user, rows, folded=True)
+            try:
+                inbox.write_segment(journal, user, rows, folded=True)
+            except (OSError, StoreError) as exc:  # stored: the write succeeded, only the journal is missing
+                _journal_missed(journal, user, rows.num_rows, exc)
     ids: list[str] = []
     for key in keys:
         row = unique[key]
