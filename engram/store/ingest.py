@@ -204,7 +204,7 @@ def validate_record(
     if not isinstance(content, str):
         raise _FieldError("content", f"expected text, got {type(content).__name__}")
     if not content.strip() or not _visible(content):
-        raise _FieldError("content", "empty text (nothing visible)")
+        raise _FieldError("content", "empty text")  # nothing visible counts as empty
     if len(content) > MAX_CONTENT_CHARS:
         raise _FieldError("content", f"longer than {MAX_CONTENT_CHARS} characters")
     if "\x00" in content:

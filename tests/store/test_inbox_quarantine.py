@@ -89,3 +89,25 @@ def test_a_garbage_user_file_is_named_and_the_other_tenants_go_on(settings: Sett
     [notice] = [n for n in inbox_notices.take() if n.kind == "tenant_dir"]
     assert notice.path == str(user_file) and "not a user_id" in notice.reason
     assert [f["file"] for f in inbox_findings(settings)["inbox_tenant_dirs"]] == [str(user_file)]
+
+
+def test_the_embedding_worker_keeps_running_and_logs_a_quarantine_once(settings: Settings) -> None:
+    from engram.embed.models import HashEmbedder
+    from engram.embed.worker import watch
+
+    add_episodes([{"user_id": "bob", "content": "stored first"}], settings)
+    queue(settings, "alice", "alice's queued record")
+    bad = plant(settings, "alice", "random_bytes")
+    queue(settings, "bob", "bob's queued record")
+    inbox_notices.take()
+    lines: list[str] = []
+
+    class Logger:
+        def warning(self, msg: str, *args: object) -> None:
+            lines.append(msg % args)
+
+        info = warning
+
+    totals = watch(settings, HashEmbedder(settings.embed_dim), poll_s=0.01, max_seconds=0.3, logger=Logger())
+    assert totals["passes"] >= 2 and ("bob", "bob's queued record") in _contents(settings)
+    assert len([line for line in lines if bad.name in line]) == 1
