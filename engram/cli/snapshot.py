@@ -51,19 +51,25 @@ def _json_value(value: Any) -> Any:
     return str(value)
 
 
-def _shell_lock_down(path: Path) -> list[str]:
-    """duckdb CLI arguments that lock the shell on the snapshot as open_snapshot locks `engram sql`.
+def _shell_lock_down(path: Path, settings: Any) -> list[str]:
+    """duckdb CLI arguments that lock the shell on the snapshot as open_snapshot locks `engram sql`: the
+    snapshot's directory only, the same memory and spill limits, then external access off and locked.
 
-    The shell takes SQL text, not parameters: the two directories are quoted as SQL string literals here
-    (the one SQL text built in code; sql/snapshot/allowed_directories.sql is its parameterized form).
+    The shell takes SQL text, not parameters: the directory and the limits are SQL string literals here
+    (the one SQL text built in code; analyst_limits checked the limits strictly, and
+    sql/snapshot/allowed_directories.sql, memory_limit.sql and max_temp_directory_size.sql are the
+    parameterized forms). No timeout: a statement in the shell runs until it ends or Ctrl-C stops it.
     """
     from engram.store import db
+    from engram.store.snapshot import analyst_limits, check_layout
 
+    memory, temp = analyst_limits(settings)
     here = path.resolve()
-    dirs = [f"{here}{os.sep}", f"{os.path.realpath(here / 'archive')}{os.sep}"]
-    listed = ", ".join("'" + d.replace("'", "''") + "'" for d in dirs)
-    statements = " ".join(line.strip() for line in db.sql("snapshot/lock_down").splitlines()
-                          if line.strip() and not line.lstrip().startswith("--"))
+    check_layout(here)
+    listed = "'" + f"{here}{os.sep}".replace("'", "''") + "'"
+    lock = [line.strip() for line in db.sql("snapshot/lock_down").splitlines()
+            if line.strip() and not line.lstrip().startswith("--")]
+    statements = " ".join([f"set memory_limit = '{memory}';", f"set max_temp_directory_size = '{temp}';", *lock])
     return ["-cmd", f"set allowed_directories = [{listed}]", "-cmd", statements]
 
 
@@ -118,7 +124,8 @@ def register(app: typer.Typer) -> None:
         width: Annotated[int, typer.Option("--width", min=8, help="Cut table cells to this many characters.")] = 60,
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (--format json).")] = False,
     ) -> None:
-        """Query the latest read snapshot (never the live store: no lock on either side)."""
+        """Query the latest read snapshot (never the live store: no lock on either side), within
+        ENGRAM_SQL_TIMEOUT_S (a QUERY only, not the shell) and ENGRAM_SQL_MEMORY_LIMIT."""
         from engram.store import db
         from engram.store.snapshot import VIEWS_FILE, hold_snapshot, open_snapshot
 
@@ -136,13 +143,13 @@ def register(app: typer.Typer) -> None:
                         echo(f"no duckdb CLI on PATH: open the file above read-only from its directory "
                              f"(cd {path.resolve()} && duckdb -readonly {VIEWS_FILE}), or pass a query", err=True)
                         return
-                    raise typer.Exit(subprocess.call([shell, "-readonly", *_shell_lock_down(path), VIEWS_FILE],
+                    raise typer.Exit(subprocess.call([shell, "-readonly", *_shell_lock_down(path, s), VIEWS_FILE],
                                                      cwd=path))
             if fmt is Format.parquet and out is None:
                 raise InvalidInput("--out: --format parquet needs a file to write")
             with open_snapshot(s) as con:
                 try:
-                    result = db.run_analyst_query(con, query)
+                    result = db.run_analyst_query(con, query, timeout_s=s.sql_timeout_s)
                 except Exception as exc:
                     if not db.is_driver_error(exc):
                         raise

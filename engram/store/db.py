@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -20,7 +21,7 @@ import pyarrow as pa
 if TYPE_CHECKING:  # a CLI search never needs polars: importing it costs ~0.2 s of a cold start
     import polars as pl
 
-from engram.errors import StoreError
+from engram.errors import EngramError, StoreError
 from engram.store import presence
 from engram.store.presence import missing_store_error
 
@@ -134,12 +135,20 @@ def query_batches(con: Connection, name: str, batch_size: int = 65_536, **params
 ANALYST_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 
 
-def run_analyst_query(con: Connection, text: str) -> pa.Table | None:
+class AnalystQueryLimit(EngramError):
+    """An analyst's query ran past `engram sql`'s time or memory limit."""
+
+    code = "query_limit"
+
+
+def run_analyst_query(con: Connection, text: str, timeout_s: float | None = None) -> pa.Table | None:
     """An analyst's own SQL (`engram sql`), run as typed on a read-only snapshot; None for a statement
     that returns no rows. The one place SQL does not come from sql/: the user wrote it.
 
     Only queries run (select, with, from, describe, show, summarize, explain): a COPY, ATTACH, SET,
-    INSTALL or any other statement raises InvalidInput naming it, before anything runs.
+    INSTALL or any other statement raises InvalidInput naming it, before anything runs. A query still
+    running after timeout_s seconds is interrupted, and one that needs more memory than the
+    connection's memory_limit fails: both raise AnalystQueryLimit naming the setting to raise.
     """
     from engram.errors import InvalidInput
 
@@ -148,8 +157,43 @@ def run_analyst_query(con: Connection, text: str) -> pa.Table | None:
             kind = statement.type.name.replace("_STATEMENT", "").lower()
             raise InvalidInput(f"query: only queries run on the read snapshot ({kind} statements do not); "
                                "an operator opens the live store with the duckdb CLI (README, Ad hoc SQL)")
-    rel = con.sql(text)
-    return None if rel is None else rel.to_arrow_table()
+    with _interrupt_after(con, timeout_s) as fired:
+        try:
+            rel = con.sql(text)
+            return None if rel is None else rel.to_arrow_table()
+        except duckdb.InterruptException:
+            if not fired.is_set():
+                raise
+            raise AnalystQueryLimit(
+                f"query: stopped after {timeout_s:g} s, the limit ENGRAM_SQL_TIMEOUT_S sets; narrow the query "
+                "(a where clause, a limit) or raise ENGRAM_SQL_TIMEOUT_S") from None
+        except duckdb.OutOfMemoryException as exc:
+            raise AnalystQueryLimit(
+                f"query: needs more memory than ENGRAM_SQL_MEMORY_LIMIT allows ({str(exc).strip().splitlines()[0]}); "
+                "narrow the query or raise ENGRAM_SQL_MEMORY_LIMIT") from None
+
+
+@contextmanager
+def _interrupt_after(con: Connection, timeout_s: float | None) -> Iterator[threading.Event]:
+    """Interrupt the connection's running statement after timeout_s seconds (None: never); the event
+    says whether it did."""
+    fired = threading.Event()
+    if timeout_s is None:
+        yield fired
+        return
+
+    def interrupt() -> None:
+        fired.set()
+        con.interrupt()
+
+    timer = threading.Timer(timeout_s, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+        timer.join()
 
 
 def rows(con: Connection, name: str, **params: Any) -> list[tuple]:

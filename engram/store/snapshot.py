@@ -8,7 +8,13 @@ Layout under `snapshot_root` (ENGRAM_SNAPSHOT_DIR, default `snapshots/` beside t
 
     current                      the name of the latest snapshot (replaced atomically by rename)
     snap-<time>-<pid>/           one snapshot: snapshot.duckdb (views) + <view>/shard-<k>.parquet,
-                                 archive -> the archive root, archive_stub/ (typed empty files)
+                                 archive/ (the archive's parquet files at their paths, private rows
+                                 left out), archive_stub/ (typed empty files)
+
+The snapshot's `archive/` holds no private row unless snapshot_include_private: a file without one is
+a hard link to the archive file (a copy across file systems), a file with one is a filtered copy.
+Links to the archive root would not do: DuckDB checks the resolved path of every file against
+allowed_directories, so the archive root would have to be allowed, and its unfiltered files with it.
 
 A snapshot is kept while it is one of the newest `snapshot_keep` (default 2: the current one and the
 one a reader may have opened just before the switch), and after that as long as an `engram sql`
@@ -21,19 +27,22 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engram import clock
-from engram.errors import EngramError, StoreMissing
+from engram.errors import EngramError, InvalidInput, StoreMissing
 from engram.store import db
 from engram.store.durable import fsync_dir
 from engram.store.presence import missing_store_error
@@ -41,6 +50,7 @@ from engram.store.presence import missing_store_error
 log = logging.getLogger(__name__)
 
 POINTER = "current"
+ARCHIVE = "archive"
 VIEWS_FILE = "snapshot.duckdb"
 READERS_LOCK = "readers.lock"
 # directory in the snapshot -> (the named query that fills it, its params); one parquet file per shard
@@ -55,6 +65,10 @@ EXPORTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "archive_restored": ("snapshot/export_archive_restored", ("user_id",)),
 }
 STUBS: dict[str, str] = {t: f"snapshot/archive_stub_{t}" for t in ("facts", "episodes", "fact_sources")}
+_SIZE = re.compile(r"(\d{1,9}(?:\.\d{1,6})?)\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+_UNITS = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+TEMP_PER_MEMORY = 2  # spill room on disk per byte of sql_memory_limit: a big sort spills, the disk does not fill
 STALE_TMP_S = 3600.0  # a half-written snapshot older than this was left by a crashed publish
 
 
@@ -122,7 +136,7 @@ def publish_snapshot(settings: Any, run_id: str | None = None, now: datetime | N
                     for table, query in STUBS.items():
                         _write_parquet(db.query_batches(con, query, user_id=""), tmp / "archive_stub" / f"{table}.parquet")
         archive = Path(settings.archive_dir).resolve()
-        os.symlink(archive, tmp / "archive", target_is_directory=True)  # the views read it relative to the snapshot
+        mirror_archive(archive, tmp / ARCHIVE, settings.snapshot_include_private)
         (tmp / READERS_LOCK).touch()
         with db.connect(tmp / VIEWS_FILE) as vcon:
             db.execute(vcon, "snapshot/search_path", dir=str(tmp.resolve()))
@@ -153,6 +167,106 @@ def _write_parquet(reader: Any, path: Path) -> int:
             writer.write_batch(batch)
             n += batch.num_rows
     return n
+
+
+PRIVATE_COLUMN = "is_private"
+MIRROR_BATCH_ROWS = 10_000  # rows per batch of a filtered copy: bounded memory with 384-d embeddings
+Keep = Callable[[pa.RecordBatch], pa.Array]  # a batch's rows to keep (boolean mask)
+
+
+def mirror_archive(archive: Path, target: Path, include_private: bool) -> dict[str, int]:
+    """Give a snapshot its own `archive/`: every archive parquet file at the same relative path, its private
+    rows (and the fact_sources rows of private facts) left out unless include_private.
+
+    A file without such rows is hard-linked (copied when the archive is on another file system): no
+    bytes are read beyond its footer. Returns how many files were linked and how many filtered.
+    """
+    target.mkdir()
+    counts = {"linked": 0, "filtered": 0}
+    private_facts: dict[str, set[str]] = {}  # tenant directory (user_id=...) -> ids of private archived facts
+    for source in _archive_files(archive):
+        rel = source.relative_to(archive)
+        dest = target / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            keep = None if include_private else _private_filter(pq.ParquetFile(source), rel, private_facts)
+            if keep is None:
+                _link_or_copy(source, dest)
+                counts["linked"] += 1
+            else:
+                _write_filtered(source, dest, keep)
+                counts["filtered"] += 1
+        except FileNotFoundError:  # set aside (renamed to *.abandoned) by an archive run meanwhile
+            dest.unlink(missing_ok=True)
+    log.info("snapshot archive: %d file(s) linked, %d filtered", counts["linked"], counts["filtered"])
+    return counts
+
+
+def _archive_files(archive: Path) -> list[Path]:
+    """The archive's parquet files, facts first (their private ids filter the fact_sources files)."""
+    if not archive.is_dir():
+        return []
+    files = (p for p in archive.glob("table=*/**/*.parquet") if p.is_file())
+    return sorted(files, key=lambda p: (p.relative_to(archive).parts[0] != "table=facts", str(p)))
+
+
+def _private_filter(parquet: pq.ParquetFile, rel: Path, private_facts: dict[str, set[str]]) -> Keep | None:
+    """The mask of a file's rows a snapshot may show, or None when every row may be shown."""
+    table, tenant = rel.parts[0], rel.parts[1] if len(rel.parts) > 2 else ""
+    names = parquet.schema_arrow.names
+    if PRIVATE_COLUMN in names:
+        if not _may_hold_true(parquet, PRIVATE_COLUMN):
+            return None
+        if table == "table=facts":
+            ids = private_facts.setdefault(tenant, set())
+            for batch in parquet.iter_batches(MIRROR_BATCH_ROWS, columns=["id", PRIVATE_COLUMN]):
+                ids.update(batch.column("id").filter(_is_private(batch)).to_pylist())
+        return lambda batch: pc.invert(_is_private(batch))
+    if table == "table=fact_sources" and private_facts.get(tenant) and "fact_id" in names:
+        hidden = pa.array(sorted(private_facts[tenant]), pa.string())
+        fact_ids = parquet.read(columns=["fact_id"]).column(0)
+        if not pc.any(pc.is_in(fact_ids, value_set=hidden)).as_py():
+            return None
+        return lambda batch: pc.invert(pc.is_in(batch.column("fact_id"), value_set=hidden))
+    return None
+
+
+def _is_private(batch: pa.RecordBatch) -> pa.Array:
+    """Whether each row is private (a missing flag counts as private)."""
+    return pc.fill_null(batch.column(PRIVATE_COLUMN), True)
+
+
+def _may_hold_true(parquet: pq.ParquetFile, column: str) -> bool:
+    """Whether a boolean column may hold a true (or null) value, from the footer's statistics alone."""
+    meta = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(column)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if group.num_rows == 0:
+            continue
+        stats = group.column(index).statistics
+        if stats is None or not stats.has_min_max or stats.max is not False or stats.null_count != 0:
+            return True
+    return False
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    """A hard link to an archive file (a writer that replaces the snapshot's name gets a new inode and
+    leaves the archive's bytes alone), or a copy where linking is refused (another file system)."""
+    try:
+        os.link(source, dest)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        shutil.copyfile(source, dest)
+
+
+def _write_filtered(source: Path, dest: Path, keep: Keep) -> None:
+    """Copy an archive file's rows that keep() allows, batch by batch, with the same schema."""
+    parquet = pq.ParquetFile(source)
+    with pq.ParquetWriter(dest, parquet.schema_arrow, compression="zstd") as writer:
+        for batch in parquet.iter_batches(MIRROR_BATCH_ROWS):
+            writer.write_batch(batch.filter(keep(batch)))
 
 
 def _switch(root: Path, snapshot_id: str) -> None:
@@ -228,19 +342,48 @@ def hold_snapshot(settings: Any) -> Iterator[Path]:
 def open_snapshot(settings: Any) -> Iterator[db.Connection]:
     """A read-only connection to the latest snapshot, held while open, for analysts' own SQL.
 
-    External access is off and the configuration locked: only the snapshot's files and the archive
-    behind its `archive` link can be read, nothing written, nothing attached (the live store
-    included). DuckDB checks a relative path against the process's working directory (while it reads
+    External access is off and the configuration locked: only the snapshot's own files (its
+    `archive/` included) can be read, nothing attached (the live store included), and memory and
+    spill space are capped by sql_memory_limit. DuckDB checks a relative path against the process's working directory (while it reads
     it from file_search_path), so the views' relative paths are read with the snapshot's directory as
     the working directory for as long as the connection is open.
     """
+    memory, temp = analyst_limits(settings)  # first: a malformed limit is refused before anything opens
     with hold_snapshot(settings) as path, _working_directory(path.resolve()) as here, \
             db.connect(here / VIEWS_FILE, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+        check_layout(here)
         db.execute(con, "snapshot/search_path", dir=str(here))
-        archive = Path(os.path.realpath(here / "archive"))
-        db.execute(con, "snapshot/allowed_directories", dirs=[f"{here}{os.sep}", f"{archive}{os.sep}"])
+        db.execute(con, "snapshot/allowed_directories", dirs=[f"{here}{os.sep}"])
+        db.execute(con, "snapshot/memory_limit", limit=memory)
+        db.execute(con, "snapshot/max_temp_directory_size", size=temp)
         con.execute(db.sql("snapshot/lock_down"))  # no params: two SET statements
         yield con
+
+
+def check_layout(path: Path) -> None:
+    """Refuse a snapshot published by an older engram, whose `archive` linked to the whole archive root
+    (private rows included): NoSnapshot, saying how to publish a current one."""
+    if (path / ARCHIVE).is_symlink():
+        raise NoSnapshot(f"snapshot {path.name} was published by an older engram (its archive link shows private "
+                         "archived rows): run `engram snapshot` to publish a current one")
+
+
+def analyst_limits(settings: Any) -> tuple[str, str]:
+    """DuckDB's memory_limit and max_temp_directory_size for analysts' SQL, from settings.sql_memory_limit.
+
+    Checked strictly, since the duckdb shell gets them as SQL text; the disk a query may spill to is
+    TEMP_PER_MEMORY times its memory. InvalidInput naming the setting when malformed.
+    """
+    text = str(settings.sql_memory_limit).strip()
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise InvalidInput(f"sql_memory_limit (ENGRAM_SQL_MEMORY_LIMIT): {text!r} is not a size such as 512MB, "
+                           "2GB or 1.5GiB (a number and one of KB MB GB TB KiB MiB GiB TiB)")
+    number, unit = match.groups()
+    size = float(number) * _UNITS[unit.lower()]
+    if size < _UNITS["mb"]:
+        raise InvalidInput(f"sql_memory_limit (ENGRAM_SQL_MEMORY_LIMIT): {text!r} is below 1MB; no query fits in it")
+    return f"{number}{unit}", f"{int(size * TEMP_PER_MEMORY)}B"
 
 
 @contextmanager

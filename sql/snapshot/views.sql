@@ -1,5 +1,5 @@
 -- The views of a read snapshot, over the parquet files beside this DuckDB file and over the archive
--- (`archive` links to the archive root). Paths are relative: open the file from its directory (as
+-- (`archive/` mirrors the archive's files, private rows left out unless include_private). Paths are relative: open the file from its directory (as
 -- `engram sql` does, or `cd DIR && duckdb -readonly snapshot.duckdb`). No params.
 
 create view facts as
