@@ -18,6 +18,7 @@ COMMAND_MODULES: list[str] = [
     "engram.cli.shard",
     "engram.cli.mcp",
     "engram.cli.snapshot",
+    "engram.cli.forget",
 ]
 
 

@@ -118,7 +118,7 @@ def test_shipped_code_never_imports_bench_or_top_level_flows() -> None:
 # The parts of engram stack one way (README, Layout): a part imports only parts at its level or below.
 LEVEL = {
     "errors": 0, "settings": 0, "arrays": 0, "priority": 0, "decay": 0, "prefect_env": 0, "clock": 1, "config_table": 1, "text": 1, "store": 2, "embed": 3, "llm": 3,
-    "archive": 3, "index": 3, "consolidate": 4, "query": 4, "thoughtdb": 4, "tasks": 5, "flows": 6, "cli": 6, "mcp": 6, "demo": 6,
+    "archive": 3, "index": 3, "consolidate": 4, "erase": 4, "query": 4, "thoughtdb": 4, "tasks": 5, "flows": 6, "cli": 6, "mcp": 6, "demo": 6,
     "deployments": 7,
 }
 

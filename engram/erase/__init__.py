@@ -1,0 +1,1 @@
+"""Erasing a tenant for good (`engram forget`): its rows, files, archive, snapshots and log lines."""

@@ -1,0 +1,2 @@
+-- Detaches `erase_copy` (which writes it out). No params.
+detach erase_copy
