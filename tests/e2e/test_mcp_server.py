@@ -313,12 +313,14 @@ def test_without_a_user_the_server_refuses_to_start(store: Path) -> None:
 
 
 def test_streamable_http_on_loopback(store: Path) -> None:
-    """`engram mcp --http PORT` serves the same tools at http://127.0.0.1:PORT/mcp."""
+    """`engram mcp --http PORT` serves the same tools at http://127.0.0.1:PORT/mcp to the holder of its token
+    (the refusals are in test_mcp_http_auth.py)."""
     import socket
     import subprocess
     import time
 
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -336,7 +338,10 @@ def test_streamable_http_on_loopback(store: Path) -> None:
                 time.sleep(0.2)
         with start_blocking_portal() as portal:
             url = f"http://127.0.0.1:{port}/mcp"
-            with portal.wrap_async_context_manager(streamable_http_client(url)) as (read, write):
+            token = (store / "engram.duckdb.mcp-token").read_text().strip()  # created 0600 at the first start
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            with portal.wrap_async_context_manager(http), \
+                    portal.wrap_async_context_manager(streamable_http_client(url, http_client=http)) as (read, write):
                 with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
                     portal.call(session.initialize)
                     c = Client(portal, session)

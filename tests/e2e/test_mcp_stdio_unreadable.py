@@ -47,3 +47,22 @@ def test_unreadable_lines_get_error_replies_and_the_server_goes_on(tmp_path: Pat
     assert too_long["code"] == "invalid_params" and len(too_long["message"]) < 1000  # not the 1 MB value
     assert not replies[5]["result"].get("isError"), replies[5]  # the far as_of is a valid moment
     assert replies[6]["result"]["structuredContent"]["inserted"] == 1  # the server goes on
+
+
+def test_the_server_exits_cleanly_when_the_client_closes_at_once(tmp_path: Path) -> None:
+    """Closing stdin during the start-up warm-up: the server waits for it, so no thread is inside the
+    embedder's or DuckDB's native code at interpreter exit (which aborts: "terminate called ...")."""
+    from engram.settings import Settings
+    from engram.store.ingest import add_episodes
+
+    settings = Settings(db_path=tmp_path / "engram.duckdb", embedder="hash", llm="none")
+    add_episodes([{"content": f"I drink green tea at {h} o'clock"} for h in range(200)], settings, user_id="alice")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")},
+           "ENGRAM_DB_PATH": str(tmp_path / "engram.duckdb"), "ENGRAM_EMBEDDER": "hash", "ENGRAM_LLM": "none"}
+    for _ in range(2):
+        proc = subprocess.run([str(ENGRAM), "-v", "mcp", "--user", "alice"], cwd=tmp_path, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "terminate called" not in proc.stderr and "Traceback" not in proc.stderr
+        warmed, stopped = proc.stderr.find("search warmed up"), proc.stderr.find("mcp server stopped")
+        assert 0 <= warmed < stopped, proc.stderr  # the warm-up ended before the process did
