@@ -1,7 +1,7 @@
 """engram.flows: imported before any Prefect module of the package, so Prefect's telemetry defaults to off
 and its temporary server ends with the process that started it."""
 
-from engram.flows.server_lifetime import stop_with_parent
+from engram.tasks.prefect_server import stop_with_parent
 from engram.prefect_env import quiet_prefect
 
 quiet_prefect()

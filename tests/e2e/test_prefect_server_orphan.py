@@ -64,7 +64,7 @@ def test_a_killed_consolidate_takes_its_temporary_prefect_server_with_it(tmp_pat
     server = None
     deadline = time.monotonic() + 120
     while server is None and time.monotonic() < deadline and night.poll() is None:
-        server = next((c for c in _children(night.pid) if "uvicorn" in _cmdline(c) or "ephemeral_server"
+        server = next((c for c in _children(night.pid) if "uvicorn" in _cmdline(c) or "prefect_server"
                        in _cmdline(c)), None)
         time.sleep(0.05)
     if server is None:
