@@ -11,7 +11,8 @@ def mcp_cmd(
     user: Annotated[str | None, typer.Option("--user", help="Tenant (user_id) every tool call is bound to "
                                              "(default: ENGRAM_MCP_USER_ID).")] = None,
     http: Annotated[int | None, typer.Option("--http", min=1, max=65535, help="Serve streamable HTTP on "
-                                             "http://127.0.0.1:PORT/mcp instead of stdio.")] = None,
+                                             "http://127.0.0.1:PORT/mcp instead of stdio (bearer token: "
+                                             "ENGRAM_MCP_TOKEN or <db_path>.mcp-token; see docs/mcp.md).")] = None,
 ) -> None:
     """Serve the engram MCP tools over stdio (add_memory, search_memory, ask, why, ...) for one user."""
     from engram.cli.app import fail, settings_or_exit
