@@ -122,11 +122,14 @@ class Settings(BaseSettings):
         None, description="Another ONNX model file for the minilm embedder (sha256 unchecked)."
     )
     embed_batch_size: int = bounded(64, 1, 4096, "Texts per embedder call.")
-    hot_path: Literal["shared", "inbox"] = Field(
-        "shared", description="How an agent's process uses the store. shared: it writes and reads the store "
-        "when no other process holds it, and the inbox and the published indexes when one does (never waiting). "
-        "inbox: it never opens the store: writes always go to the inbox (the embedding worker folds them in "
-        "seconds) and searches always read the published indexes plus the inbox.")
+    hot_path: Literal["auto", "shared", "inbox"] = Field(
+        "auto", description="How an agent's process uses the store. auto: as inbox while an embedding worker "
+        "watches the store (`engram embed --watch`, the embedding-worker deployment: it folds the inbox within "
+        "ENGRAM_EMBED_POLL_S), else as shared; a write of more than 1,000 records goes to the store as in shared. "
+        "shared: it writes and reads the store when no other process holds it, and the inbox and the published "
+        "indexes when one does (never waiting). inbox: it never opens the store: writes always go to the inbox "
+        "(the embedding worker folds them in seconds) and searches always read the published indexes plus the "
+        "inbox.")
     inbox_publish_rows: int = bounded(
         500, 0, 10_000_000, "The embedding worker rewrites a tenant's episodes index once this many episodes "
         "written since the last publish wait in its inbox, so a search that reads the inbox (ENGRAM_HOT_PATH=inbox, "

@@ -27,7 +27,7 @@ from engram.embed.models import Embedder
 from engram.embed.queue import drain_tables
 from engram.index.writer import write_tenant
 from engram.settings import Settings
-from engram.store import db, inbox, inbox_notices
+from engram.store import db, hot_path, inbox, inbox_notices
 from engram.store.sharding import all_shard_settings
 from engram.store.vectors import l2_normalize, validate_vectors
 
@@ -50,7 +50,7 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
     short = settings.model_copy(update={"lock_timeout_s": min(settings.lock_timeout_s, LOCK_WAIT_S)})
     for store in all_shard_settings(short):  # a shard with only an inbox has work too
         if not Path(store.db_path).exists() and not inbox.root(store).exists():
-            continue  # nothing to embed; an inbox beside no store is the first writes of ENGRAM_HOT_PATH=inbox
+            continue  # nothing to embed; an inbox beside no store is the first writes of ENGRAM_HOT_PATH=inbox (or auto)
         if stop is not None and stop():
             return counts
         try:
@@ -152,6 +152,39 @@ def watch(
     """
     poll_s = settings.embed_poll_s if poll_s is None else poll_s
     stop = stop or threading.Event()
+    if once:
+        return _watch(settings, embedder, poll_s, max_seconds, once, stop, drain_pass, on_pass, logger)
+    with watched(settings):
+        return _watch(settings, embedder, poll_s, max_seconds, once, stop, drain_pass, on_pass, logger)
+
+
+@contextmanager
+def watched(settings: Settings) -> Iterator[None]:
+    """Keep every store file's worker mark fresh while the block runs (a thread touching them every
+    hot_path.HEARTBEAT_S, whatever a pass takes), and remove the marks after it."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while True:
+            for store in all_shard_settings(settings):
+                hot_path.touch_worker_mark(store)
+            if done.wait(hot_path.HEARTBEAT_S):
+                return
+
+    thread = threading.Thread(target=beat, name="engram-worker-mark", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        for store in all_shard_settings(settings):
+            hot_path.clear_worker_mark(store)
+
+
+def _watch(settings: Settings, embedder: Embedder, poll_s: float, max_seconds: float | None, once: bool,
+           stop: threading.Event, drain_pass: Pass | None, on_pass: Callable[[dict[str, int]], None] | None,
+           logger: Any) -> dict[str, int]:
     run_pass = drain_pass or (lambda s, e: drain_once(s, e, stop=stop.is_set))
     totals = {"episodes": 0, "facts": 0, "locked": 0, "inbox_embedded": 0, "republished": 0, "passes": 0}
     start = time.monotonic()

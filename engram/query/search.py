@@ -49,7 +49,7 @@ from engram.query.ranking import (
 )
 from engram.query.snippets import matching_passage
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, hot_path
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.dates import is_time_expression, parser_loaded
@@ -172,8 +172,9 @@ def search_memory(
     tables = SEARCH_TYPES[search_type]
     with ExitStack() as stack:
         try:
-            # None while another process holds the store: the published indexes and the inbox answer
-            reader = con if con is not None else None if settings.hot_path == "inbox" else \
+            # None while another process holds the store (or the hot path skips it): the published indexes
+            # and the inbox answer
+            reader = con if con is not None else None if hot_path.off_store(settings) else \
                 stack.enter_context(db.open_reader_if_free(settings))
         except BaseException:
             if embedding_soon is not None:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from engram import clock
 from engram.errors import InvalidInput, StoreError
 from engram.settings import Settings
-from engram.store import db, inbox
+from engram.store import db, hot_path, inbox
 from engram.store.csv_cells import csv_cells_up_to
 from engram.store.limits import (
     MAX_CONTENT_CHARS,
@@ -372,7 +372,7 @@ def add_episodes(
         _embed_on_write(settings, [r for _, r in kept])
     if con is not None:
         result.ids = insert_rows(con, kept, skip_invalid, result)
-    elif settings.hot_path == "inbox":  # this process never opens the store: the worker folds the inbox
+    elif hot_path.off_store(settings, len(kept)):  # the store is not opened: the worker folds the inbox soon
         result.ids = _queue(settings, kept, result)
     else:
         with db.open_store_if_free(settings) as own:
@@ -469,7 +469,7 @@ def _queue(settings: Settings, numbered: list[tuple[int, dict[str, Any]]], resul
             raise
         raise StoreError(f"inbox: cannot write to {inbox.root(settings)}: {exc}; nothing was queued") from exc
     result.queued = len(unique)
-    log.info("store held by another process: %d record(s) queued in the inbox", len(unique))
+    log.info("%d record(s) queued in the inbox", len(unique))
     return [unique[key]["id"] for key in keys]
 
 
