@@ -164,12 +164,15 @@ def watched(settings: Settings) -> Iterator[None]:
     hot_path.HEARTBEAT_S, whatever a pass takes), and remove the marks after it."""
     done = threading.Event()
 
+    def touch() -> None:
+        for store in all_shard_settings(settings):
+            hot_path.touch_worker_mark(store)
+
     def beat() -> None:
-        while True:
-            for store in all_shard_settings(settings):
-                hot_path.touch_worker_mark(store)
-            if done.wait(hot_path.HEARTBEAT_S):
-                return
+        while not done.wait(hot_path.HEARTBEAT_S):
+            touch()
+
+    touch()  # marked before the first pass
 
     thread = threading.Thread(target=beat, name="engram-worker-mark", daemon=True)
     thread.start()

@@ -580,6 +580,7 @@ def add_episodes_routed(records: Iterable[Mapping[str, Any]], settings: Settings
             embeddings=None if embeddings is None else embeddings[idx], **kwargs,
         )
         total.inserted += part.inserted
+        total.queued += part.queued
         total.duplicates += part.duplicates
         total.invalid.extend(part.invalid)
         rejected = {e.line for e in part.invalid}

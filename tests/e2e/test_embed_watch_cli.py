@@ -19,9 +19,12 @@ from engram.store.ingest import add_episodes
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _status(settings: Settings, episode_id: str) -> str:
+def _status(settings: Settings, episode_id: str) -> str | None:
+    """The stored episode's status; None while it waits in the inbox (written while the worker watches:
+    ENGRAM_HOT_PATH=auto, the default, then writes there and the worker folds it)."""
     with db.open_store(settings) as con:
-        return con.execute("select status from episodes where id = ?", [episode_id]).fetchall()[0][0]
+        rows = con.execute("select status from episodes where id = ?", [episode_id]).fetchall()
+    return rows[0][0] if rows else None
 
 
 @pytest.mark.slow
