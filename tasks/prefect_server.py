@@ -2,8 +2,8 @@
 
 A flow run without PREFECT_API_URL makes Prefect start a temporary server as a child process and stop it
 at exit (atexit). A SIGKILL of `engram consolidate` skips atexit: the server lived on, re-parented to PID
-1, holding its port and SQLite file. Here the server is started through this module
-(`python -m engram.tasks.prefect_server PARENT_PID UVICORN_ARGS...`), which runs the same uvicorn command and ends
+1, holding its port and SQLite file. Here the server is started through a small module
+(engram.tasks.prefect_server_child), which runs the same uvicorn command and ends
 itself once PARENT_PID is no longer its parent. Prefect is imported only inside the functions that need it.
 
 Prefect builds the command in `SubprocessASGIServer._run_uvicorn_command` (prefect 3.8, pinned below 3.9
@@ -16,19 +16,13 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import os
-import runpy
-import signal
 import subprocess
 import sys
-import threading
-import time
 from types import ModuleType
 from typing import Any
 
 SERVER_MODULE = "prefect.server.api.server"
-CHILD_MODULE = "engram.tasks.prefect_server"
-POLL_S = 1.0
-GRACE_S = 10.0  # uvicorn's own shutdown on SIGTERM, then a hard exit
+CHILD_MODULE = "engram.tasks.prefect_server_child"
 
 
 def _run_uvicorn_command(self: Any) -> subprocess.Popen[Any]:
@@ -77,25 +71,3 @@ def stop_with_parent() -> None:
         _patch(sys.modules[SERVER_MODULE])
     elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnImport())
-
-
-def _watch(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(POLL_S)
-    os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(GRACE_S)
-    os._exit(1)
-
-
-def main(argv: list[str]) -> None:
-    """Run uvicorn with argv[1:], watched for the loss of parent argv[0]."""
-    parent = int(argv[0])
-    if os.getppid() != parent:  # the parent died before this process got going
-        sys.exit(1)
-    threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch").start()
-    sys.argv = ["uvicorn", *argv[1:]]
-    runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

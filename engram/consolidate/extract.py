@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from engram.consolidate import fact_keys, speakers
+from engram.consolidate import fact_keys, speakers, worth
 from engram.consolidate.cluster import cluster_embeddings
 from engram.consolidate.context import (
     StageContext,
@@ -158,25 +158,48 @@ def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, em
     with ctx.open() as con:
         statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(
             con, ctx.user_id, keys, store=True))
+    statements, statement_vecs, counts["statements_not_worth_keeping"] = worth_keeping(eps, statements, embedder)
+    known = [None] * len(drafts) + statement_vecs
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)
-    facts, sources = fact_rows(ctx, eps, vecs, drafts, embedder)
+    facts, sources = fact_rows(ctx, eps, vecs, drafts, embedder, known)
     return Extracted(facts, sources, counts, usage, cases)
+
+
+def worth_keeping(
+    eps: pl.DataFrame, statements: list[tuple[str, np.ndarray, str, datetime | None]], embedder: Embedder,
+) -> tuple[list[tuple[str, np.ndarray, str, datetime | None]], list[np.ndarray | None], int]:
+    """The offline statements worth remembering (engram.consolidate.worth, when it reads this embedder's
+    vectors), their vectors as the facts will store them, and how many were left out."""
+    if not statements or not worth.applies_to(embedder.model, embedder.dim):
+        return statements, [None] * len(statements), 0
+    contents, roles = eps["content"].to_list(), eps["role"].to_list()
+    vectors = np.asarray(embedder.embed([st[0] for st in statements]), np.float32)
+    first = [int(st[1][0]) for st in statements]
+    features = [worth.surface_features(st[0], (roles[i] or "").lower() == "user", len(contents[i] or ""))
+                for st, i in zip(statements, first, strict=True)]
+    keep = worth.worth_keeping(vectors, features)
+    kept = [j for j in range(len(statements)) if keep[j]]
+    return [statements[j] for j in kept], [vectors[j] for j in kept], len(statements) - len(kept)
 
 
 def fact_rows(
     ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray,
-    drafts: list[Draft], embedder: Embedder,
+    drafts: list[Draft], embedder: Embedder, known: list[np.ndarray | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Fact rows and their extracted_from sources for drafts (text, member rows of eps, reason, claim
-    type, category, moment); eps/vecs are the episodes the member rows index."""
+    type, category, moment); eps/vecs are the episodes the member rows index; `known`: a draft's vector
+    when it was embedded already (None: embed it here)."""
     if not drafts:
         return [], []
     contents = eps["content"].to_list()
+    known = known or [None] * len(drafts)
     # a statement that is its episode's whole text keeps the episode's vector; the rest are embedded as stored
-    same = [len(d[1]) == 1 and d[0] == contents[int(d[1][0])] for d in drafts]
-    embedded = iter(embedder.embed([d[0] for d, keep in zip(drafts, same, strict=True) if not keep]))
-    fact_vecs = [vecs[int(d[1][0])] if keep else next(embedded) for d, keep in zip(drafts, same, strict=True)]
+    same = [v is None and len(d[1]) == 1 and d[0] == contents[int(d[1][0])] for d, v in zip(drafts, known, strict=True)]
+    todo = [d[0] for d, keep, v in zip(drafts, same, known, strict=True) if not keep and v is None]
+    embedded = iter(embedder.embed(todo) if todo else [])
+    fact_vecs = [v if v is not None else vecs[int(d[1][0])] if keep else next(embedded)
+                 for d, keep, v in zip(drafts, same, known, strict=True)]
     facts, sources = [], []
     cols = {c: eps[c].to_list() for c in ("id", "visibility", "tags", "created_at", "is_private")}
     for (text, idx, reason, kind, category, moment), vec in zip(drafts, fact_vecs, strict=True):

@@ -13,7 +13,8 @@ from typing import Any
 
 COUNT_KEYS = {
     "embed": ("episodes", "facts"),
-    "extract": ("new_episodes", "statements", "clusters", "extraction_queued", "facts_created"),
+    "extract": ("new_episodes", "statements", "statements_not_worth_keeping", "clusters", "extraction_queued",
+                "facts_created"),
     # against: episodes contradicting a fact (fact_sources 'contradicts'); contradictions: fact pairs
     # queued for review; penalised: facts halved. `engram stats` shows the same three under these names.
     "confidence": ("reinforced", "supports", "against", "contradictions", "penalised", "superseded"),

@@ -1,14 +1,18 @@
-"""Fit the "worth remembering" and claim-type judgements on labelled statements, report on held-back chats.
+"""Fit the night's "worth remembering" filter on labelled statements; report it on held-back chats.
 
-Labels: bench/fit/distil/labels/*.jsonl (by GUIDELINE.md, keyed by item), joined to the items that
-sample_statements rebuilds from ../shared/data. Features: the MiniLM vector of the statement (the
-embedder the night already runs) and a few surface features of it and its turn; models: logistic
-regression (scikit-learn), standardised. Two folds by dev halves: fit on the train split (BEAM 1-5,
-LoCoMo conv-26/30), report on the held split (BEAM 6-10, the other LoCoMo conversations), and the
-reverse, each half and each source separately. The rule the night runs today (engram.text.atomic) is
-scored on the same items.
+Labels: bench/fit/distil/labels/*.jsonl (GUIDELINE.md, keyed by item), joined to the items that
+sample_statements rebuilds from ../shared/data. The filter runs after the offline extraction
+(engram.text.atomic), on the statements it keeps, as the night will see them: the rewritten text, its
+MiniLM vector (stored with the fact anyway) and engram.consolidate.worth.surface_features. Model:
+logistic regression (scikit-learn), standardised, balanced classes; its threshold keeps TARGET_RECALL
+of the kept-worthy statements out of fold (grouped by chat) on the part it is fitted on.
 
-    python -m bench.fit.distil.fit_distil_model --out bench/fit/distil/DISTIL_MODEL.md
+Protocol: two folds by dev halves (train = BEAM 1-5 + LoCoMo conv-26/30, held = BEAM 6-10 +
+conv-41/42/43): fit on one, report on the other, each source separately, against the rule alone. Then
+the shipped model is fitted on all labels the same way and written to engram/resources/distil_keep.json.
+Claim type (a multinomial model against engram.text.sentences.claim_type) is reported the same way.
+
+    python -m bench.fit.distil.fit_distil_model
 """
 
 from __future__ import annotations
@@ -16,25 +20,44 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bench.fit.distil.sample_statements import sample
+from bench.fit.distil.sample_statements import DATA, sample
+from bench.quality.quality_data import load_spc
+from engram.consolidate.worth import MODEL_PATH, surface_features
 from engram.text.atomic import atomic_statements
 from engram.text.sentences import claim_type
 
 HERE = Path(__file__).resolve().parent
 TYPES = ("fact", "preference", "instruction", "goal", "assumption")
-_REQUEST = re.compile(r"\b(can|could|would) you\b|\bplease\b|\bhelp me\b|\bi need you\b|\blet me know\b", re.I)
-_FIRST = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|we|our|us)\b", re.I)
-_SECOND = re.compile(r"\b(you|your|you're)\b", re.I)
-_LEADING_PRONOUN = re.compile(r"^\s*(it|this|that|these|those|they|there|he|she)\b", re.I)
+C = 0.003
+TARGET_RECALL = 0.9
+SAID_AT = datetime(2024, 1, 1)
+# Gold persona facts of Synthetic-Persona-Chat ("I love to bake cookies.", "I have two dogs."): short
+# statements about a person, worth keeping by construction, which the project chats hold few of. They
+# join every fitting part as labelled positives; half of them (by conversation) are held back to report
+# how many such facts the filter keeps.
+SPC_CHATS = 100
+
+
+def persona_items(chats: int = SPC_CHATS) -> list[dict[str, Any]]:
+    """Persona facts as labelled items (keep yes), split by conversation: even = fit, odd = report."""
+    out = []
+    for n, chat in enumerate(load_spc(DATA / "spc" / "Synthetic-Persona-Chat_valid.csv", limit=chats, seed=58)):
+        for facts in chat.personas.values():
+            for fact in facts:
+                out.append({"key": f"spc:{chat.id}:{len(out)}", "source": "spc", "chat": chat.id, "role": "user",
+                            "split": "fit" if n % 2 == 0 else "report", "statement": fact, "turn": fact,
+                            "keep": "yes", "type": "fact", "reason": ""})
+    return out
 
 
 def labelled_items(per_chat: int = 150, seed: int = 58) -> list[dict[str, Any]]:
@@ -49,20 +72,11 @@ def labelled_items(per_chat: int = 150, seed: int = 58) -> list[dict[str, Any]]:
             for item in sample(per_chat, seed) if item["key"] in labels]
 
 
-def surface(item: dict[str, Any]) -> list[float]:
-    """A few features the vector does not carry well: length, person, question, request, digits, names."""
-    s = item["statement"]
-    n = len(s.split())
-    return [np.log1p(n), float(s.rstrip().endswith("?")), float(bool(_REQUEST.search(s))),
-            float(bool(_FIRST.search(s))), float(bool(_SECOND.search(s))), float(bool(_LEADING_PRONOUN.match(s))),
-            float(any(c.isdigit() for c in s)), float(sum(w[:1].isupper() for w in s.split()[1:]) > 0),
-            float(item["source"] == "beam"), float(len(item["turn"]) > 500)]
-
-
-def rule_keeps(item: dict[str, Any]) -> bool:
-    """What the night keeps today: the clause yields a statement through engram.text.atomic."""
+def night_statement(item: dict[str, Any]) -> str | None:
+    """The statement the night's offline extraction makes of the item (None: the rule drops it)."""
     role = "user" if item["source"] == "beam" else item["role"]
-    return bool(atomic_statements(item["statement"], role, datetime(2024, 1, 1)))
+    found = atomic_statements(item["statement"], role, SAID_AT)
+    return found[0].text if found else None
 
 
 def prf(truth: np.ndarray, guess: np.ndarray) -> tuple[float, float, float]:
@@ -72,65 +86,109 @@ def prf(truth: np.ndarray, guess: np.ndarray) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
+def _pipe() -> Any:
+    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000, class_weight="balanced"))
+
+
+def fit_with_threshold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, counted: np.ndarray) -> tuple[Any, float]:
+    """The model fitted on (x, y) and the threshold that keeps TARGET_RECALL of the `counted` positives
+    (the project chats' statements, not the persona facts) out of fold."""
+    folds = GroupKFold(n_splits=min(len(set(groups.tolist())), 10))
+    oof = cross_val_predict(_pipe(), x, y, groups=groups, cv=folds, method="predict_proba")[:, 1]
+    positives = np.sort(oof[y & counted])
+    threshold = float(positives[int((1 - TARGET_RECALL) * len(positives))])
+    return _pipe().fit(x, y), threshold
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE / "DISTIL_MODEL.md")
-    parser.add_argument("--c", type=float, default=0.3, help="inverse L2 strength")
+    parser.add_argument("--model-out", type=Path, default=MODEL_PATH)
     args = parser.parse_args()
 
     from engram import embed as embedders
     from engram.settings import load_settings
 
-    items = labelled_items()
+    items = labelled_items() + persona_items()
+    texts = [night_statement(i) for i in items]
+    rule = np.asarray([t is not None for t in texts])
     embedder = embedders.from_settings(load_settings(embedder="minilm"))
-    vectors = np.asarray(embedder.embed([i["statement"] for i in items]), np.float32)
-    x = np.hstack([vectors, np.asarray([surface(i) for i in items], np.float32)])
+    shown = [t if t is not None else i["statement"] for i, t in zip(items, texts, strict=True)]
+    vectors = np.asarray(embedder.embed(shown), np.float32)
+    feats = np.asarray([surface_features(t, i["source"] == "beam", len(i["turn"])) for i, t in zip(items, shown, strict=True)],
+                       np.float32)
+    x = np.hstack([vectors, feats])
     keep = np.asarray([i["keep"] == "yes" for i in items])
-    rule = np.asarray([rule_keeps(i) for i in items])
     split = np.asarray([i["split"] for i in items])
     source = np.asarray([i["source"] for i in items])
+    chat = np.asarray([f"{i['source']}:{i['chat']}" for i in items])
+    types = np.asarray([i["type"] for i in items])
+    project = source != "spc"
+    rule_types = np.asarray([claim_type(t) for t in shown])
 
-    rows, type_rows = [], []
+    rows, type_rows, persona_rows = [], [], []
     for fit_on, report_on in (("train", "held"), ("held", "train")):
-        tr, te = split == fit_on, split == report_on
-        scale = StandardScaler().fit(x[tr])
-        model = LogisticRegression(C=args.c, max_iter=2000, class_weight="balanced").fit(scale.transform(x[tr]), keep[tr])
-        guess = model.predict(scale.transform(x)).astype(bool)
-        kept = tr & keep
-        types = np.asarray([i["type"] for i in items])
-        type_model = LogisticRegression(C=args.c, max_iter=2000).fit(scale.transform(x[kept]), types[kept])
-        type_guess = type_model.predict(scale.transform(x))
+        tr, te = ((split == fit_on) | (split == "fit")) & rule, split == report_on
+        model, threshold = fit_with_threshold(x[tr], keep[tr], chat[tr], project[tr])
+        final = rule & (model.predict_proba(x)[:, 1] >= threshold)
+        held_personas = split == "report"
+        persona_rows.append((fit_on, int(held_personas.sum()), float(rule[held_personas].mean()),
+                             float(final[held_personas].mean())))
+        kept = (split == fit_on) & keep
+        type_model = make_pipeline(StandardScaler(), LogisticRegression(C=C * 10, max_iter=5000)).fit(x[kept], types[kept])
+        type_guess = type_model.predict(x)
         for src in ("beam", "locomo", "both"):
             m = te & ((source == src) if src != "both" else True)
-            if not m.any():
-                continue
-            rows.append((fit_on, report_on, src, int(m.sum()), int(keep[m].sum()), prf(keep[m], guess[m]),
-                         prf(keep[m], rule[m])))
+            rows.append((fit_on, report_on, src, int(m.sum()), int(keep[m].sum()), threshold,
+                         prf(keep[m], final[m]), prf(keep[m], rule[m]), int(final[m].sum()), int(rule[m].sum())))
             mk = m & keep
-            rule_types = np.asarray([claim_type(i["statement"]) for i in items])
             type_rows.append((fit_on, report_on, src, int(mk.sum()), float(np.mean(type_guess[mk] == types[mk])),
                               float(np.mean(rule_types[mk] == types[mk]))))
 
-    counts = {t: int(sum(i["type"] == t for i in items)) for t in TYPES}
+    model, threshold = fit_with_threshold(x[rule], keep[rule], chat[rule], project[rule])  # every label
+    scaler, logistic = model.named_steps["standardscaler"], model.named_steps["logisticregression"]
+    args.model_out.write_text(json.dumps({
+        "fitted": f"{datetime.now(timezone.utc):%Y-%m-%d}", "command": "python -m bench.fit.distil.fit_distil_model",
+        "labels": int(rule.sum()), "C": C, "target_recall": TARGET_RECALL,
+        "embed_model": embedder.model, "embed_dim": embedder.dim, "threshold": round(threshold, 6),
+        "intercept": round(float(logistic.intercept_[0]), 6),
+        "mean": [float(v) for v in scaler.mean_], "scale": [float(v) for v in scaler.scale_],
+        "coef": [float(v) for v in logistic.coef_[0]],
+    }) + "\n", encoding="utf-8")
+
+    counts = {t: int(np.sum(types[project] == t)) for t in TYPES}
     lines = [
-        "# The distil model: worth remembering, and claim type (bench/fit/distil/fit_distil_model.py)", "",
+        "# The distil filter: is a statement worth remembering (bench/fit/distil/fit_distil_model.py)", "",
         f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()}, {platform.system()}",
-        f"- command: `python -m bench.fit.distil.fit_distil_model --c {args.c}`",
-        f"- labels: {len(items)} statements (keep yes {int(keep.sum())}, no {int((~keep).sum())}; "
-        + ", ".join(f"{t} {n}" for t, n in counts.items()) + "), labelled by GUIDELINE.md",
-        "- features: MiniLM vector of the statement + 10 surface features, standardised; logistic regression "
-        f"(L2, C={args.c}, balanced classes); two folds by dev halves (train = BEAM 1-5 + LoCoMo conv-26/30, "
-        "held = BEAM 6-10 + conv-41/42/43)", "",
-        "## Keep (worth remembering): precision / recall / F1 on the part not fitted on", "",
-        "| fit on | report on | source | items | keep yes | model P / R / F1 | rule today P / R / F1 |",
-        "|---|---|---|---:|---:|---|---|",
+        "- command: `python -m bench.fit.distil.fit_distil_model` (writes engram/resources/distil_keep.json)",
+        f"- labels: {int(project.sum())} statements of the dev chats, 150 per chat (keep yes {int(keep[project].sum())}, no "
+        f"{int((~keep[project]).sum())}; " + ", ".join(f"{t} {n}" for t, n in counts.items())
+        + "), three annotators (one third each) by GUIDELINE.md; plus "
+        f"{int((~project).sum())} gold persona facts of {SPC_CHATS} Synthetic-Persona-Chat conversations as positives "
+        "(half of them, by conversation, in every fitting part; the other half only reported)",
+        f"- the filter reads the statements the rule keeps ({int(rule.sum())}): the rewritten text's MiniLM vector + "
+        f"{feats.shape[1]} surface features, standardised; logistic regression (L2, C={C}, balanced classes); "
+        f"threshold: {TARGET_RECALL:.0%} of the worthy statements kept out of fold (GroupKFold by chat) on the "
+        "part fitted on",
+        "- folds by dev halves: train = BEAM 1-5 + LoCoMo conv-26/30, held = BEAM 6-10 + conv-41/42/43", "",
+        "## Keep: the rule alone against the rule and the filter, on the half not fitted on", "",
+        "| fit on | report on | source | items | worth keeping | threshold | rule + filter P / R / F1 | kept | "
+        "rule alone P / R / F1 | kept |",
+        "|---|---|---|---:|---:|---:|---|---:|---|---:|",
     ]
-    for fit_on, rep, src, n, k, m, r in rows:
-        lines.append(f"| {fit_on} | {rep} | {src} | {n} | {k} | {m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} | "
-                     f"{r[0]:.3f} / {r[1]:.3f} / {r[2]:.3f} |")
-    lines += ["", "## Claim type of the kept statements: accuracy", "",
-              "| fit on | report on | source | kept items | model | rule today (engram.text.sentences.claim_type) |",
-              "|---|---|---|---:|---:|---:|"]
+    for fit_on, rep, src, n, k, t, m, r, nm, nr in rows:
+        lines.append(f"| {fit_on} | {rep} | {src} | {n} | {k} | {t:.2f} | {m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} | "
+                     f"{nm} | {r[0]:.3f} / {r[1]:.3f} / {r[2]:.3f} | {nr} |")
+    lines += ["", "## Persona facts held back (Synthetic-Persona-Chat, the half never fitted on): share kept", "",
+              "| folds fitted on | persona facts | rule alone | rule + filter |", "|---|---:|---:|---:|"]
+    for fit_on, n, r, f in persona_rows:
+        lines.append(f"| {fit_on} + persona half | {n} | {r:.3f} | {f:.3f} |")
+    lines += [
+        "", f"Shipped: fitted on all {int(rule.sum())} rule-kept statements, threshold {threshold:.3f} "
+        f"(out of fold over all {len(set(chat.tolist()))} chats).", "",
+        "## Claim type of the worthy statements: accuracy on the half not fitted on", "",
+        "| fit on | report on | source | items | multinomial model | rule (engram.text.sentences.claim_type) |",
+        "|---|---|---|---:|---:|---:|"]
     for fit_on, rep, src, n, acc, racc in type_rows:
         lines.append(f"| {fit_on} | {rep} | {src} | {n} | {acc:.3f} | {racc:.3f} |")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
