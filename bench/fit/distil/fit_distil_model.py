@@ -140,7 +140,8 @@ def main() -> None:
         for src in ("beam", "locomo", "both"):
             m = te & ((source == src) if src != "both" else True)
             rows.append((fit_on, report_on, src, int(m.sum()), int(keep[m].sum()), threshold,
-                         prf(keep[m], final[m]), prf(keep[m], rule[m]), int(final[m].sum()), int(rule[m].sum())))
+                         prf(keep[m], final[m]), prf(keep[m], rule[m]), int(final[m].sum()), int(rule[m].sum()),
+                         prf(~keep[m], ~final[m]), prf(~keep[m], ~rule[m])))
             mk = m & keep
             type_rows.append((fit_on, report_on, src, int(mk.sum()), float(np.mean(type_guess[mk] == types[mk])),
                               float(np.mean(rule_types[mk] == types[mk]))))
@@ -173,12 +174,13 @@ def main() -> None:
         "- folds by dev halves: train = BEAM 1-5 + LoCoMo conv-26/30, held = BEAM 6-10 + conv-41/42/43", "",
         "## Keep: the rule alone against the rule and the filter, on the half not fitted on", "",
         "| fit on | report on | source | items | worth keeping | threshold | rule + filter P / R / F1 | kept | "
-        "rule alone P / R / F1 | kept |",
-        "|---|---|---|---:|---:|---:|---|---:|---|---:|",
+        "rule alone P / R / F1 | kept | \"not a fact\" P / R, rule + filter | \"not a fact\" P / R, rule alone |",
+        "|---|---|---|---:|---:|---:|---|---:|---|---:|---|---|",
     ]
-    for fit_on, rep, src, n, k, t, m, r, nm, nr in rows:
+    for fit_on, rep, src, n, k, t, m, r, nm, nr, nf, nr_ in rows:
         lines.append(f"| {fit_on} | {rep} | {src} | {n} | {k} | {t:.2f} | {m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} | "
-                     f"{nm} | {r[0]:.3f} / {r[1]:.3f} / {r[2]:.3f} | {nr} |")
+                     f"{nm} | {r[0]:.3f} / {r[1]:.3f} / {r[2]:.3f} | {nr} | {nf[0]:.3f} / {nf[1]:.3f} | "
+                     f"{nr_[0]:.3f} / {nr_[1]:.3f} |")
     lines += ["", "## Persona facts held back (Synthetic-Persona-Chat, the half never fitted on): share kept", "",
               "| folds fitted on | persona facts | rule alone | rule + filter |", "|---|---:|---:|---:|"]
     for fit_on, n, r, f in persona_rows:
