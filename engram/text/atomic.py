@@ -56,6 +56,8 @@ SECOND_PERSON = {"you", "your", "yours", "you're", "you've", "you'll", "you'd", 
 MAX_STATEMENT_CHARS = 400
 MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "did", "had", "was",
           "used", "ought", "need"}
+# modals that are main verbs too: "I need to go" -> "the user needs to go" ("I need not go" stays a modal)
+MAIN_VERB_MODALS = {"need"}
 # adverbs that sit between a subject and its verb without "-ly" ("I also love", "I never eat")
 PRE_VERB_ADVERBS = {"also", "always", "still", "just", "often", "never", "sometimes", "even", "only", "already",
                     "rarely", "seldom", "mostly", "almost", "kinda", "sorta", "totally", "now", "too", "ever"}
@@ -126,7 +128,7 @@ def _third_person(verb: str) -> str | None:
     lower = verb.lower().replace("\u2019", "'")
     if lower in _NEGATED:
         return _NEGATED[lower]
-    if lower in MODALS:
+    if lower in MODALS and lower not in MAIN_VERB_MODALS:
         return None
     lemmas, inflect = _inflection()
     base = lemmas(lower).get("VERB")
@@ -190,6 +192,9 @@ def _agreeing_verb(tokens: list[str], i: int, second_person: bool) -> tuple[int,
     if verb_at is None:
         return None
     low = tokens[verb_at].lower().replace("\u2019", "'")
+    after = _next_word(tokens, verb_at)
+    if low in MAIN_VERB_MODALS and after is not None and tokens[after].lower() == "not":
+        return None
     verb = _YOU_AGREES.get(low) if second_person and low in _YOU_AGREES else _third_person(tokens[verb_at])
     return (verb_at, verb) if verb is not None else None
 

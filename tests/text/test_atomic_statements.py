@@ -35,6 +35,10 @@ SAID = datetime(2023, 5, 8, 13, 56)
     ("I never eat meat.", "Ann", "Ann never eats meat."),
     ("Tell me about it.", "Ann", "Tell Ann about it."),
     ("I love it.", None, "I love it."),
+    # issue 58: "need" is a main verb too
+    ("I need to finish the report by Friday.", "The user", "The user needs to finish the report by Friday."),
+    ("I am not sure what else I need to do.", "The user", "The user is not sure what else the user needs to do."),
+    ("I need not worry about that.", "Ann", "Ann need not worry about that."),
 ])
 def test_first_person_becomes_the_speaker(sentence: str, name: str | None, want: str) -> None:
     assert resolve_speaker(sentence, name) == want
