@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from engram.embed.models import Embedder
 from engram.embed.queue import drain_tables
@@ -34,6 +35,11 @@ from engram.store.vectors import l2_normalize, validate_vectors
 log = logging.getLogger(__name__)
 
 LOCK_WAIT_S = 1.0  # how long a pass waits for a locked store before leaving it to the next pass
+# A reader of the published index plus the inbox tokenizes the inbox rows' text at its first search of the
+# tenant, and embeds the newest ones that have no vector in the inbox (folded rows are embedded in the store
+# only): 100 BEAM turns (~260,000 characters) cost a first search ~0.5 s. Past this much text the tenant
+# is republished whatever its row count.
+INBOX_PUBLISH_CHARS = 100_000
 TABLES = ("episodes", "facts")
 
 Pass = Callable[[Settings, Embedder], dict[str, int]]
@@ -69,17 +75,20 @@ def drain_once(settings: Settings, embedder: Embedder, stop: Callable[[], bool] 
 
 def republish_inbox(settings: Settings, embedder: Embedder) -> int:
     """Rewrite the episodes index of each tenant whose inbox holds settings.inbox_publish_rows folded
-    episodes or more, and drop those segments: a reader of the published index plus the inbox then merges
-    a few rows, not a day's. Skipped (for the next pass) while another process holds the store."""
+    episodes or more (or INBOX_PUBLISH_CHARS characters of their text), and drop those segments: a reader
+    of the published index plus the inbox then merges a few rows, not a day's. Skipped (for the next pass)
+    while another process holds the store."""
     if not settings.search_index or settings.inbox_publish_rows <= 0:
         return 0
     done = 0
     for user in inbox.tenants(settings):
         covered = inbox.folded_stems(settings, user)  # listed before the index reads the store
         missed = inbox.unjournaled(settings, user)  # a direct write stored rows the journal lacks
-        waiting = sum(t.num_rows for seg in inbox.segments(settings, user)
-                      if seg.stem in covered and (t := inbox.read(seg)) is not None)
-        if waiting < settings.inbox_publish_rows and not missed:
+        tables = [t for seg in inbox.segments(settings, user)
+                  if seg.stem in covered and (t := inbox.read(seg)) is not None]
+        waiting = sum(t.num_rows for t in tables)
+        chars = sum(pc.sum(pc.utf8_length(t["content"])).as_py() or 0 for t in tables)
+        if waiting < settings.inbox_publish_rows and chars < INBOX_PUBLISH_CHARS and not missed:
             continue
         with db.open_store_if_free(settings) as con:
             if con is None:
