@@ -403,6 +403,16 @@ def fmt_meaning(m: list[float | None], measured: bool) -> str:
     return f"{within}/{len(m)} within {TARGET_MEANING_S:.0f} s (slowest {worst})"
 
 
+DEFAULT_NOTE = (
+    "The default (ENGRAM_HOT_PATH=auto) takes the inbox path while an embedding worker watches the store: a "
+    "write appends one inbox segment and a search reads the published indexes plus the inbox, neither opens "
+    "the database. Without a worker (its mark in the store's inbox is missing or older than 10 s) it takes "
+    "the shared path, so `engram ingest` then `engram stats` / `engram search` on a store nobody folds see "
+    "each row in the store at once, as before. In shared mode a one-episode add opens the store, inserts and "
+    "checkpoints on close, and the search after it opens the store again and rebuilds the small tenant's "
+    "in-memory index (its signature changed with the write).")
+
+
 def fmt_first(first: list[float]) -> str:
     return ", ".join(f"{ms:.0f}" for ms in first) or "-"
 
@@ -439,7 +449,7 @@ def report(args: argparse.Namespace, source: str, idle: dict[str, Any], busy: di
         "ms per call. Only the process's start (imports, the embedding model) is excluded: the first search of "
         "each tenant is in the numbers (it maps the tenant's indexes and reads its inbox) and is also listed "
         f"apart. Idle: the store alone for {args.seconds:g} s; during the night: from just before it starts to "
-        "its end.", "",
+        "its end.", "", DEFAULT_NOTE, "",
         "| phase | iterations | add p50 / p95 / p99 / max ms | search p50 / p95 / p99 / max ms | first search "
         "of each tenant, ms | failures | found by words, same iteration | found by meaning |",
         "|---|---|---|---|---|---|---|---|",
