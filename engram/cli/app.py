@@ -153,7 +153,7 @@ def ingest(
         emit(summary, True)
         return
     if result.queued:  # the nightly run (or the worker) holds the store
-        echo(f"queued {result.queued} episode(s) in the inbox (the store is busy; they are folded in shortly), "
+        echo(f"queued {result.queued} episode(s) in the inbox (the embedding worker folds them into the store shortly), "
              f"{result.duplicates} duplicate(s) skipped")
     else:
         echo(f"ingested {result.inserted} episode(s), {result.duplicates} duplicate(s) skipped")

@@ -28,7 +28,7 @@ from engram.query.common import (
 from engram.query.snippets import cut_at_sentence, matching_passage, trust_tier
 from engram.query.wordpiece import count_tokens
 from engram.settings import Settings
-from engram.store import db
+from engram.store import db, hot_path
 from engram.store.sharding import for_tenant
 from engram.store.tenant import normalise_user_id
 from engram.text.normalize import content_hash
@@ -91,8 +91,8 @@ def retrieve(
     vectors, embedder = embed_query(settings, [query], embedder)
     try:
         if con is None:
-            # None while another process holds the store (or ENGRAM_HOT_PATH=inbox): what was published
-            with nullcontext(None) if settings.hot_path == "inbox" else db.open_reader_if_free(settings) as own:
+            # None while another process holds the store (or the hot path stays off it): what was published
+            with nullcontext(None) if hot_path.off_store(settings) else db.open_reader_if_free(settings) as own:
                 pools = _fetch_sources(own, settings, embedder, vectors[0], top_k, filters)
         else:
             pools = _fetch_sources(con, settings, embedder, vectors[0], top_k, filters)
