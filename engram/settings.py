@@ -168,6 +168,11 @@ class Settings(BaseSettings):
         ",".join(AGENT_ROLES), description="Episodes of these roles (comma-separated) "
         "create no facts offline: an agent's own words stay episodes; with an LLM, an agent turn yields a fact only "
         "where it records what the user stated or accepted, citing the user's turn.")
+    fact_filter: bool = Field(
+        False, description="The offline night leaves out statements a fitted model judges not worth remembering "
+        "(requests, talk about the conversation, passing steps: engram/consolidate/worth.py); it reads the "
+        "packaged MiniLM's vectors only. Off by default: on the BEAM dev chats it stores a quarter fewer facts "
+        "but lowers answer@1500 by .009 (bench/fit/distil/DISTIL_MODEL.md).")
     min_cluster_size: int = bounded(3, 2, 1000, "HDBSCAN min_cluster_size (clusters batch the LLM's extraction).")
     pca_dims: int = bounded(32, 2, 512, "PCA dimensions before clustering.")
     cluster_min_similarity: float = bounded(0.5, 0.0, 1.0, "Members below this cosine to the centroid are noise.")

@@ -158,7 +158,10 @@ def facts_of_episodes(ctx: StageContext, eps: pl.DataFrame, vecs: np.ndarray, em
     with ctx.open() as con:
         statements = statement_drafts(eps, offline_rows, lambda keys: fact_keys.known_statements(
             con, ctx.user_id, keys, store=True))
-    statements, statement_vecs, counts["statements_not_worth_keeping"] = worth_keeping(eps, statements, embedder)
+    statement_vecs: list[np.ndarray | None] = [None] * len(statements)
+    counts["statements_not_worth_keeping"] = 0
+    if s.fact_filter:
+        statements, statement_vecs, counts["statements_not_worth_keeping"] = worth_keeping(eps, statements, embedder)
     known = [None] * len(drafts) + statement_vecs
     drafts += [(t, idx, f"extractive: {why}", None, None, moment) for t, idx, why, moment in statements]
     counts["statements"] = len(statements)

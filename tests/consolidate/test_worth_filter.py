@@ -59,3 +59,25 @@ def test_surface_features_are_the_eleven_the_model_was_fitted_on() -> None:
     f = worth.surface_features("Can you please help me with my Flask 2.3 app?", True, 800)
     assert len(f) == 11
     assert f[1:4] == [1.0, 1.0, 1.0] and f[6] == 1.0 and f[8] == 1.0 and f[9] == 1.0
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_night_applies_the_filter_only_when_asked(tmp_path, monkeypatch, on: bool) -> None:
+    from engram.consolidate.runner import consolidate_tenants
+    from engram.store import db
+    from engram.store.ingest import add_episodes
+
+    for name in ("ENGRAM_FACT_FILTER", "ENGRAM_EMBEDDER"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings(db_path=tmp_path / "e.duckdb", archive_dir=tmp_path / "archive", embedder="minilm",
+                             llm="none", fact_filter=on)
+    turns = ["Thanks so much, that really helped me a lot with my understanding!",
+             "My sister Anna is a nurse in Lisbon."]
+    add_episodes([{"user_id": "u", "role": "user", "content": t, "created_at": f"2026-01-0{i + 1}T10:00:00Z"}
+                  for i, t in enumerate(turns)], settings)
+    result = consolidate_tenants(settings, "run-1", datetime(2026, 2, 1), ["embed", "extract"], tenants=["u"])
+    with db.open_store(settings, read_only=True) as con:
+        texts = [r[0] for r in con.execute("select text from facts where user_id = 'u' order by text").fetchall()]
+    assert "The user's sister Anna is a nurse in Lisbon." in texts
+    assert any(t.startswith("Thanks") for t in texts) is (not on)
+    assert result["u"]["extract"]["statements_not_worth_keeping"] == (1 if on else 0)
