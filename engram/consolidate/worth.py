@@ -7,7 +7,8 @@ with the fact) and a few surface features, is fitted on statements of the dev ch
 bench/fit/distil/GUIDELINE.md; `python -m bench.fit.distil.fit_distil_model` writes its coefficients
 (engram/resources/distil_keep.json) and reports it on the chats it was not fitted on
 (bench/fit/distil/DISTIL_MODEL.md). It reads vectors of the model it was fitted with only: with another
-embedder every statement is kept, as before.
+embedder every statement is kept, as before. The night applies it when ENGRAM_FACT_FILTER is on (off by
+default: what it costs the answer at a token budget is in bench/fit/distil/IN_THE_NIGHT.md).
 """
 
 from __future__ import annotations
