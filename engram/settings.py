@@ -271,3 +271,8 @@ def load_settings(**overrides: Any) -> Settings:
             field = str(err["loc"][0]) if err["loc"] else "?"
             problems.append(f"{ENV_PREFIX}{field.upper()}: {err['msg']} (got {err.get('input')!r})")
         raise InvalidInput("invalid settings: " + "; ".join(problems)) from None
+
+
+def log_file_for(settings: Any) -> Path:
+    """ENGRAM_LOG_FILE, else engram.log beside the store."""
+    return Path(settings.log_file) if settings.log_file else Path(settings.db_path).parent / "engram.log"

@@ -16,7 +16,7 @@ from engram.cli.guard import (
     needs_existing_store,
 )
 from engram.errors import EngramError, LLMError
-from engram.settings import Settings, load_settings
+from engram.settings import Settings, load_settings, log_file_for
 from engram.store.tenant import normalise_user_option
 from engram.text.terminal import echo
 
@@ -70,7 +70,7 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks (also ENGRAM_DEBUG=1).")] = False,
 ) -> None:
     """engram: long-term memory for AI agents, consolidated nightly."""
-    from engram.cli.logs import configure, log_file_for, reset
+    from engram.cli.logs import configure, reset
 
     try:
         log_file = log_file_for(load_settings())

@@ -10,7 +10,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 FORMAT = "%(levelname)s %(name)s: %(message)s"
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -48,11 +47,6 @@ class _QuietRunFailures(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not (record.levelno >= logging.ERROR and record.name.startswith(("prefect.task_runs", "prefect.flow_runs"))
                     and self._PREFECT_CODE in record.pathname)
-
-
-def log_file_for(settings: Any) -> Path:
-    """ENGRAM_LOG_FILE, else engram.log beside the store."""
-    return Path(settings.log_file) if settings.log_file else Path(settings.db_path).parent / "engram.log"
 
 
 def reset() -> None:

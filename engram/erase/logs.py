@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import quote
 
 from engram.archive.files import user_dir
-from engram.store.durable import fsync_dir
+from engram.settings import log_file_for
+from engram.store.durable import fsync_dir, write_then_rename
 from engram.store.inbox import tenant_key
 
 _WORD = rb"[A-Za-z0-9_]"
@@ -20,7 +21,7 @@ _WORD = rb"[A-Za-z0-9_]"
 
 def log_files(settings: Any) -> list[Path]:
     """ENGRAM_LOG_FILE (else engram.log beside the store) and its rotated copies (engram.log.1, .gz, ...)."""
-    path = Path(settings.log_file) if settings.log_file else Path(settings.db_path).parent / "engram.log"
+    path = log_file_for(settings)
     if not path.parent.is_dir():
         return []
     return sorted(p for p in path.parent.glob(f"{path.name}*") if p.is_file() and not p.is_symlink()
@@ -46,15 +47,8 @@ def erase_lines(path: Path, pattern: re.Pattern[bytes], dry_run: bool) -> int:
     if dry_run or not dropped:
         return dropped
     body = b"".join(kept)
-    tmp = path.with_name(f".{path.name}.forget-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(gzip.compress(body) if zipped else body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_then_rename(path, lambda fh: fh.write(gzip.compress(body) if zipped else body),
+                      path.with_name(f".{path.name}.forget-{os.getpid()}"))
     fsync_dir(path.parent)
     reopen_handlers(path)
     return dropped
