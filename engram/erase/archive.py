@@ -23,7 +23,7 @@ from engram.archive.hashing import digest
 from engram.erase.files import Removed, remove_tree
 from engram.errors import StoreError
 from engram.store import db
-from engram.store.durable import fsync_dir
+from engram.store.durable import fsync_dir, write_then_rename
 
 
 @dataclass
@@ -148,7 +148,6 @@ def _rewrite_entry(path: Path, rows: int, content_hash: str, sha: str, size: int
     except (OSError, ValueError):
         return
     entry.update(row_count=rows, content_hash=content_hash, file_sha256=sha, file_bytes=size)
-    tmp = path.with_name(f".{path.name}.forget-{os.getpid()}")
-    tmp.write_text(json.dumps(entry, default=str, indent=2))
-    os.replace(tmp, path)
+    body = json.dumps(entry, default=str, indent=2).encode("utf-8")
+    write_then_rename(path, lambda fh: fh.write(body), path.with_name(f".{path.name}.forget-{os.getpid()}"))
     fsync_dir(path.parent)

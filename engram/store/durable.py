@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 
 def fsync_dir(path: Path) -> None:
@@ -13,3 +15,18 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_then_rename(path: Path, write: Callable[[BinaryIO], Any], tmp: Path) -> None:
+    """Write a file whole through `tmp` (write, flush, fsync) and rename it over `path`: a reader sees the
+    old file or the new one, never part of it; `tmp` is removed when any step fails. The caller fsyncs
+    the directory (fsync_dir) once it means the rename to last."""
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -54,7 +54,7 @@ import pyarrow as pa
 
 from engram.errors import DiskFull, InboxCorrupt, StoreError
 from engram.store import inbox_notices
-from engram.store.durable import fsync_dir
+from engram.store.durable import fsync_dir, write_then_rename
 from engram.store.episode_schema import schema_problem
 from engram.store.inbox_notices import Notice
 
@@ -110,16 +110,10 @@ def vectors_suffix(model: str, dim: int) -> str:
 def _write_durably(path: Path, write: Any) -> None:
     """Write through a temporary name, fsync, rename into place and fsync the directory. A full disk is
     DiskFull naming the path, with the temporary file removed (nothing half-written is left)."""
-    tmp = path.parent / f"{TMP_PREFIX}{path.name}-{secrets.token_hex(4)}"
     try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.rename(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}:
+        write_then_rename(path, write, path.parent / f"{TMP_PREFIX}{path.name}-{secrets.token_hex(4)}")
+    except OSError as exc:
+        if exc.errno in {errno.ENOSPC, errno.EDQUOT}:
             raise DiskFull(f"inbox: no space left to write {path} ({exc.strerror}); nothing was written") from exc
         raise
     fsync_dir(path.parent)
