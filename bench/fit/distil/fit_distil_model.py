@@ -30,7 +30,7 @@ from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from bench.fit.distil.sample_statements import DATA, sample
+from bench.fit.distil.sample_statements import DATA, read_labels, sample
 from bench.quality.quality_data import load_spc
 from engram.consolidate.worth import MODEL_PATH, surface_features
 from engram.text.atomic import atomic_statements
@@ -62,12 +62,7 @@ def persona_items(chats: int = SPC_CHATS) -> list[dict[str, Any]]:
 
 def labelled_items(per_chat: int = 150, seed: int = 58) -> list[dict[str, Any]]:
     """The items with a label, in item order."""
-    labels: dict[str, dict[str, Any]] = {}
-    for path in sorted((HERE / "labels").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                labels[row["key"]] = row
+    labels = read_labels()
     return [{**item, **{k: labels[item["key"]][k] for k in ("keep", "type", "reason")}}
             for item in sample(per_chat, seed) if item["key"] in labels]
 

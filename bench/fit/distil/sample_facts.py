@@ -18,6 +18,8 @@ from pathlib import Path
 
 import duckdb
 
+from bench.fit.distil.sample_statements import read_labels
+
 HERE = Path(__file__).resolve().parent
 SIZE = 200
 QUERY = """
@@ -32,13 +34,8 @@ qualify row_number() over (partition by f.id order by e.created_at) = 1
 
 def labelled_turns() -> set[str]:
     """The BEAM turns a labelled statement comes from."""
-    turns = set()
-    for path in (HERE / "labels").glob("*.jsonl"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            source, rest = json.loads(line)["key"].split(":", 1)
-            if source == "beam":
-                turns.add(rest.rsplit(":", 1)[0])
-    return turns
+    keys = [key.split(":", 1) for key in read_labels()]
+    return {rest.rsplit(":", 1)[0] for source, rest in keys if source == "beam"}
 
 
 def sample(store: Path, seed: int = 58) -> list[dict[str, str]]:

@@ -73,6 +73,17 @@ def sample(per_chat: int, seed: int) -> list[dict[str, Any]]:
     return items
 
 
+def read_labels() -> dict[str, dict[str, Any]]:
+    """The committed labels (labels/*.jsonl), by item key."""
+    labels: dict[str, dict[str, Any]] = {}
+    for path in sorted((Path(__file__).resolve().parent / "labels").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                labels[row["key"]] = row
+    return labels
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-chat", type=int, default=120)
